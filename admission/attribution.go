@@ -1,0 +1,142 @@
+package admission
+
+import (
+	"context"
+	"sync"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8sadmission "k8s.io/apiserver/pkg/admission"
+	auditinternal "k8s.io/apiserver/pkg/apis/audit"
+)
+
+// recorder collects, for one write, what each admission step did: the
+// snapshots before and after every mutating plugin, the audit annotations and
+// the webhooks that could not be called.
+type recorder struct {
+	mu            sync.Mutex
+	steps         []step
+	annotations   map[string]string
+	unpredictable []string
+}
+
+type step struct {
+	plugin        string
+	round         int
+	before, after runtime.Object
+}
+
+type recorderKey struct{}
+
+func withRecorder(ctx context.Context, r *recorder) context.Context {
+	return context.WithValue(ctx, recorderKey{}, r)
+}
+
+func recorderFrom(ctx context.Context) *recorder {
+	r, _ := ctx.Value(recorderKey{}).(*recorder)
+	return r
+}
+
+func (r *recorder) addUnpredictable(what string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, u := range r.unpredictable {
+		if u == what {
+			return
+		}
+	}
+	r.unpredictable = append(r.unpredictable, what)
+}
+
+// attributionDecorator wraps each admission plugin so that a mutation can be
+// attributed to the plugin that made it: it copies the object before the
+// plugin runs and keeps both copies when the plugin changed it.
+type attributionDecorator struct {
+	mu      sync.Mutex
+	plugins []k8sadmission.Interface
+}
+
+func (d *attributionDecorator) Decorate(handler k8sadmission.Interface, name string) k8sadmission.Interface {
+	d.mu.Lock()
+	d.plugins = append(d.plugins, handler)
+	d.mu.Unlock()
+	m, ok := handler.(k8sadmission.MutationInterface)
+	if !ok {
+		return handler
+	}
+	if v, ok := handler.(k8sadmission.ValidationInterface); ok {
+		return &attributedMutatingValidator{attributedMutator{m, name}, v}
+	}
+	return &attributedMutator{m, name}
+}
+
+// waitForReady blocks until every plugin that tracks readiness (policy and
+// webhook plugins wait for informers and compiled policies) is ready.
+func (d *attributionDecorator) waitForReady() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, p := range d.plugins {
+		if w, ok := p.(interface{ WaitForReady() bool }); ok && !w.WaitForReady() {
+			return false
+		}
+	}
+	return true
+}
+
+type attributedMutator struct {
+	k8sadmission.MutationInterface
+	name string
+}
+
+func (a *attributedMutator) Admit(ctx context.Context, attrs k8sadmission.Attributes, o k8sadmission.ObjectInterfaces) error {
+	rec := recorderFrom(ctx)
+	obj := attrs.GetObject()
+	if rec == nil || obj == nil || !a.Handles(attrs.GetOperation()) {
+		return a.MutationInterface.Admit(ctx, attrs, o)
+	}
+	before := obj.DeepCopyObject()
+	err := a.MutationInterface.Admit(ctx, attrs, o)
+	if after := attrs.GetObject(); after != nil && !apiequality.Semantic.DeepEqual(before, after) {
+		round := 0
+		if attrs.GetReinvocationContext().IsReinvoke() {
+			round = 1
+		}
+		rec.mu.Lock()
+		rec.steps = append(rec.steps, step{plugin: a.name, round: round, before: before, after: after.DeepCopyObject()})
+		rec.mu.Unlock()
+	}
+	return err
+}
+
+type attributedMutatingValidator struct {
+	attributedMutator
+	v k8sadmission.ValidationInterface
+}
+
+func (a *attributedMutatingValidator) Validate(ctx context.Context, attrs k8sadmission.Attributes, o k8sadmission.ObjectInterfaces) error {
+	return a.v.Validate(ctx, attrs, o)
+}
+
+// recordingAttributes captures audit annotations as the audit handler of the
+// server would log them.
+type recordingAttributes struct {
+	k8sadmission.Attributes
+	rec *recorder
+}
+
+func (r recordingAttributes) AddAnnotation(key, value string) error {
+	return r.AddAnnotationWithLevel(key, value, auditinternal.LevelMetadata)
+}
+
+func (r recordingAttributes) AddAnnotationWithLevel(key, value string, level auditinternal.Level) error {
+	if err := r.Attributes.AddAnnotationWithLevel(key, value, level); err != nil {
+		return err
+	}
+	r.rec.mu.Lock()
+	defer r.rec.mu.Unlock()
+	if r.rec.annotations == nil {
+		r.rec.annotations = map[string]string{}
+	}
+	r.rec.annotations[key] = value
+	return nil
+}

@@ -1,0 +1,416 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
+	k8sadmission "k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	"k8s.io/apiserver/pkg/authorization/union"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/warning"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
+	rbacauthorizer "k8s.io/kubernetes/plugin/pkg/auth/authorizer/rbac"
+
+	"github.com/truce-dev/truce/schema"
+)
+
+// Options configure a Chain like kube-apiserver's flags configure the server.
+type Options struct {
+	// EnablePlugins and DisablePlugins mirror --enable-admission-plugins
+	// and --disable-admission-plugins.
+	EnablePlugins, DisablePlugins []string
+	// WebhookEndpoints resolves service-backed webhooks.
+	WebhookEndpoints WebhookEndpoints
+	// CallURLWebhooks allows calling webhooks configured with a URL.
+	CallURLWebhooks bool
+	// FieldValidation is Strict (kubectl's default), Warn (the server's
+	// default for clients that do not say) or Ignore.
+	FieldValidation string
+}
+
+// Chain is kube-apiserver's write path for one cluster configuration:
+// decoding and defaulting, authorization, mutating admission with
+// reinvocation, the resource's registry strategy (validation), and
+// validating admission. Build it once per configuration; Admit is cheap.
+type Chain struct {
+	opts      Options
+	registry  *schema.Registry
+	state     *State
+	plugins   k8sadmission.Interface
+	decorator *attributionDecorator
+	authz     authorizer.Authorizer
+	objects   *objectInterfaces
+	cancel    context.CancelFunc
+}
+
+// NewChain compiles the admission configuration in state. The chain keeps
+// background informers; Close releases them.
+func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
+	if opts.FieldValidation == "" {
+		opts.FieldValidation = metav1.FieldValidationStrict
+	}
+	names, err := enabledPlugins(opts.EnablePlugins, opts.DisablePlugins)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := schema.NewRegistry()
+	if err != nil {
+		return nil, err
+	}
+	crds, err := state.CRDs()
+	if err != nil {
+		return nil, err
+	}
+	for _, crd := range crds {
+		if err := reg.AddCRD(crd); err != nil {
+			return nil, fmt.Errorf("registering CRD %s: %w", crd.Name, err)
+		}
+	}
+
+	typed, all, err := clientObjects(state, reg)
+	if err != nil {
+		return nil, err
+	}
+	client := newClientset(reg, typed...)
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds(reg), all...)
+	factory := informers.NewSharedInformerFactory(client, 0)
+
+	// --authorization-mode=RBAC: system:masters first, then RBAC, combined
+	// by the server's own union authorizer.
+	authz, err := union.New(
+		union.NamedAuthorizer{AuthorizerName: "privileged", Authorizer: authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup)},
+		union.NamedAuthorizer{AuthorizerName: "rbac", Authorizer: rbacauthorizer.New(
+			&rbacauthorizer.RoleGetter{Lister: factory.Rbac().V1().Roles().Lister()},
+			&rbacauthorizer.RoleBindingLister{Lister: factory.Rbac().V1().RoleBindings().Lister()},
+			&rbacauthorizer.ClusterRoleGetter{Lister: factory.Rbac().V1().ClusterRoles().Lister()},
+			&rbacauthorizer.ClusterRoleBindingLister{Lister: factory.Rbac().V1().ClusterRoleBindings().Lister()},
+		)},
+	)
+	if err != nil {
+		return nil, fmt.Errorf("building the authorizer: %w", err)
+	}
+
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	dec := &attributionDecorator{}
+	plugins, err := newPluginChain(names, pluginDeps{
+		client:          client,
+		dynamicClient:   dyn,
+		informers:       factory,
+		authorizer:      authz,
+		registry:        reg,
+		serviceResolver: serviceResolver{opts.WebhookEndpoints},
+		authInfo:        authInfoWrapper(opts.CallURLWebhooks),
+		stopCh:          runCtx.Done(),
+		decorator:       dec,
+	})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if v, ok := plugins.(k8sadmission.InitializationValidator); ok {
+		if err := v.ValidateInitialization(); err != nil {
+			cancel()
+			return nil, fmt.Errorf("validating admission plugin initialization: %w", err)
+		}
+	}
+	factory.Start(runCtx.Done())
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			cancel()
+			return nil, fmt.Errorf("informer for %v did not sync", typ)
+		}
+	}
+	if !dec.waitForReady() {
+		cancel()
+		return nil, errors.New("admission plugins did not become ready (policies or webhook configurations failed to load)")
+	}
+	return &Chain{
+		opts:      opts,
+		registry:  reg,
+		state:     state,
+		plugins:   plugins,
+		decorator: dec,
+		authz:     authz,
+		objects:   &objectInterfaces{registry: reg},
+		cancel:    cancel,
+	}, nil
+}
+
+// Close stops the chain's informers.
+func (c *Chain) Close() { c.cancel() }
+
+// Registry returns the type information of the chain's cluster.
+func (c *Chain) Registry() *schema.Registry { return c.registry }
+
+// Admit runs one write through the chain. An error is returned only when
+// the write cannot be evaluated at all; rejections are results.
+func (c *Chain) Admit(ctx context.Context, req Request) (*Result, error) {
+	in := req.Object
+	gvk := in.GroupVersionKind()
+	res := &Result{
+		Source:     req.Source,
+		APIVersion: in.GetAPIVersion(),
+		Kind:       in.GetKind(),
+		Name:       in.GetName(),
+		Warnings:   []string{},
+		Changes:    []Change{},
+	}
+	resource, err := c.registry.ForKind(gvk)
+	if err != nil {
+		return nil, err
+	}
+	namespace := in.GetNamespace()
+	if resource.Namespaced && namespace == "" {
+		namespace = metav1.NamespaceDefault
+	}
+	if !resource.Namespaced {
+		namespace = ""
+	}
+	if gvk.Kind == "Namespace" && gvk.Group == "" {
+		// The server puts a namespace's own name into the request namespace.
+		namespace = in.GetName()
+	}
+	res.Namespace = namespace
+	if !resource.Namespaced {
+		res.Namespace = ""
+	}
+
+	existing, exists := c.state.Get(gvk.GroupKind(), res.Namespace, in.GetName())
+	op := k8sadmission.Create
+	res.Operation = Create
+	if exists {
+		op = k8sadmission.Update
+		res.Operation = Update
+	}
+
+	rec := &recorder{}
+	warnings := &warningRecorder{}
+	userInfo := c.userInfo(req)
+	ctx = warning.WithWarningRecorder(ctx, warnings)
+	ctx = withRecorder(ctx, rec)
+	ctx = genericapirequest.WithNamespace(ctx, namespace)
+	ctx = genericapirequest.WithUser(ctx, userInfo)
+	ctx = genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
+		IsResourceRequest: true,
+		Verb:              strings.ToLower(string(verbFor(op))),
+		APIGroup:          resource.GVR.Group,
+		APIVersion:        resource.GVR.Version,
+		Resource:          resource.GVR.Resource,
+		Namespace:         namespace,
+		Name:              in.GetName(),
+	})
+
+	stored, status := c.write(ctx, writeRequest{
+		resource: resource, in: in, existing: existing, op: op, namespace: namespace,
+		userInfo: userInfo, rec: rec, fieldValidation: c.opts.FieldValidation,
+	})
+	res.Warnings = append(res.Warnings, warnings.list()...)
+	res.AuditAnnotations = rec.annotations
+	if res.AuditAnnotations == nil {
+		res.AuditAnnotations = map[string]string{}
+	}
+	res.Unpredictable = rec.unpredictable
+	if status != nil {
+		res.Allowed = false
+		res.Code = status.Code
+		res.Reason = string(status.Reason)
+		res.Message = status.Message
+		return res, nil
+	}
+	res.Allowed = true
+	res.Object = stored.Object
+	res.Changes, err = c.changes(rec, resource)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := strategyFor(resource); !ok {
+		res.Notes = append(res.Notes, fmt.Sprintf("%s: only metadata is validated; the server also validates the spec", resource.GVR.GroupResource()))
+	}
+	return res, nil
+}
+
+// Commit records an admitted result as the stored state, so that later
+// writes see it (an UPDATE instead of a CREATE, a namespace that exists). It
+// reports whether the object changes how admission behaves, in which case
+// the chain must be rebuilt from the state.
+func (c *Chain) Commit(r *Result) (reconfigure bool, err error) {
+	if !r.Allowed || r.Object == nil {
+		return false, nil
+	}
+	u := &unstructured.Unstructured{Object: r.Object}
+	if err := c.state.Put(u); err != nil {
+		return false, err
+	}
+	return configurationKinds.Has(u.GetKind()) || c.isParamKind(u.GroupVersionKind()), nil
+}
+
+func (c *Chain) isParamKind(gvk k8sschema.GroupVersionKind) bool {
+	for _, o := range c.state.Objects() {
+		k := o.GetKind()
+		if k != "MutatingAdmissionPolicy" && k != "ValidatingAdmissionPolicy" {
+			continue
+		}
+		apiVersion, _, _ := unstructured.NestedString(o.Object, "spec", "paramKind", "apiVersion")
+		kind, _, _ := unstructured.NestedString(o.Object, "spec", "paramKind", "kind")
+		if kind == gvk.Kind && apiVersion == gvk.GroupVersion().String() {
+			return true
+		}
+	}
+	return false
+}
+
+// State returns the cluster state the chain admits against.
+func (c *Chain) State() *State { return c.state }
+
+func verbFor(op k8sadmission.Operation) string {
+	if op == k8sadmission.Update {
+		return "update"
+	}
+	return "create"
+}
+
+func (c *Chain) userInfo(req Request) user.Info {
+	if req.User == "" {
+		return &user.DefaultInfo{Name: "system:admin", Groups: []string{user.SystemPrivilegedGroup, user.AllAuthenticated}}
+	}
+	groups := append([]string{}, req.Groups...)
+	if !contains(groups, user.AllAuthenticated) {
+		groups = append(groups, user.AllAuthenticated)
+	}
+	return &user.DefaultInfo{Name: req.User, Groups: groups}
+}
+
+func contains(xs []string, x string) bool {
+	for _, s := range xs {
+		if s == x {
+			return true
+		}
+	}
+	return false
+}
+
+// authorize answers like the server's authorization filter: 403 before any
+// admission runs.
+func (c *Chain) authorize(ctx context.Context, resource *schema.Resource, op k8sadmission.Operation, namespace, name string, u user.Info) *metav1.Status {
+	attrs := authorizer.AttributesRecord{
+		User:            u,
+		Verb:            verbFor(op),
+		Namespace:       namespace,
+		APIGroup:        resource.GVR.Group,
+		APIVersion:      resource.GVR.Version,
+		Resource:        resource.GVR.Resource,
+		Name:            name,
+		ResourceRequest: true,
+	}
+	if op == k8sadmission.Create {
+		// The name of a create is not part of its URL.
+		attrs.Name = ""
+	}
+	decision, reason, err := c.authz.Authorize(ctx, attrs)
+	if decision == authorizer.DecisionAllow {
+		return nil
+	}
+	if err != nil {
+		return responsewriters.ErrorToAPIStatus(apierrors.NewInternalError(err))
+	}
+	s := responsewriters.ForbiddenStatusError(attrs, reason).Status()
+	return &s
+}
+
+// warningRecorder collects warnings like the server's response headers:
+// deduplicated, in order.
+type warningRecorder struct {
+	seen  map[string]bool
+	items []string
+}
+
+func (w *warningRecorder) AddWarning(agent, text string) {
+	if text == "" {
+		return
+	}
+	if w.seen == nil {
+		w.seen = map[string]bool{}
+	}
+	if w.seen[text] {
+		return
+	}
+	w.seen[text] = true
+	w.items = append(w.items, text)
+}
+
+func (w *warningRecorder) list() []string { return append([]string{}, w.items...) }
+
+// clientObjects converts the state into typed objects for the fake
+// clientset (built-in kinds client-go knows) and unstructured ones for the
+// dynamic client (everything, so params of any kind resolve).
+func clientObjects(state *State, reg *schema.Registry) (typed, all []runtime.Object, err error) {
+	for _, o := range state.Objects() {
+		u := o.DeepCopy()
+		gvk := u.GroupVersionKind()
+		res, err := reg.ForKind(gvk)
+		if err != nil {
+			return nil, nil, fmt.Errorf("cluster object %s %s: %w", gvk.Kind, u.GetName(), err)
+		}
+		if !res.Namespaced {
+			u.SetNamespace("")
+		} else if u.GetNamespace() == "" {
+			u.SetNamespace(metav1.NamespaceDefault)
+		}
+		all = append(all, u)
+		if res.CRD != nil || !scheme.Scheme.Recognizes(gvk) {
+			continue
+		}
+		t, err := scheme.Scheme.New(gvk)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, t); err != nil {
+			return nil, nil, fmt.Errorf("cluster object %s %s/%s: %w", gvk.Kind, u.GetNamespace(), u.GetName(), err)
+		}
+		typed = append(typed, t)
+	}
+	return typed, all, nil
+}
+
+func listKinds(reg *schema.Registry) map[k8sschema.GroupVersionResource]string {
+	out := map[k8sschema.GroupVersionResource]string{}
+	for _, r := range reg.Resources() {
+		out[r.GVR] = r.Kind + "List"
+	}
+	return out
+}
+
+// newClientset returns a fake clientset holding objs whose discovery knows
+// the registry's resources and whose OpenAPI v3 client serves the
+// registry's documents, as the MutatingAdmissionPolicy plugin expects.
+func newClientset(reg *schema.Registry, objs ...runtime.Object) *clientset {
+	return &clientset{Clientset: fake.NewSimpleClientset(objs...), registry: reg}
+}
+
+// sortedKeys returns the keys of m in order.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+var _ = meta.Accessor

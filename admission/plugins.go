@@ -1,0 +1,107 @@
+package admission
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	k8sadmission "k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/initializer"
+	webhookinit "k8s.io/apiserver/pkg/admission/plugin/webhook/initializer"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/apiserver/pkg/util/webhook"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	basecompatibility "k8s.io/component-base/compatibility"
+	controlplaneadmission "k8s.io/kubernetes/pkg/controlplane/apiserver/admission"
+	kubeadmission "k8s.io/kubernetes/pkg/kubeapiserver/admission"
+	"k8s.io/kubernetes/pkg/kubeapiserver/admission/exclusion"
+	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
+	quotainstall "k8s.io/kubernetes/pkg/quota/v1/install"
+
+	"github.com/truce-dev/truce/schema"
+)
+
+// DefaultPlugins returns the admission plugins a kube-apiserver 1.37.2 enables
+// when started without --enable-admission-plugins, in the order it runs them.
+func DefaultPlugins() []string {
+	off := kubeoptions.DefaultOffAdmissionPlugins()
+	var out []string
+	for _, name := range kubeoptions.AllOrderedPlugins {
+		if !off.Has(name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// enabledPlugins applies --enable/--disable-admission-plugins to the
+// defaults, keeping the server's fixed order.
+func enabledPlugins(enable, disable []string) ([]string, error) {
+	known := sets.New(kubeoptions.AllOrderedPlugins...)
+	for _, n := range append(slices.Clone(enable), disable...) {
+		if !known.Has(n) {
+			return nil, fmt.Errorf("unknown admission plugin %q", n)
+		}
+	}
+	on := sets.New(DefaultPlugins()...).Insert(enable...).Delete(disable...)
+	var out []string
+	for _, name := range kubeoptions.AllOrderedPlugins {
+		if on.Has(name) {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
+type pluginDeps struct {
+	client          kubernetes.Interface
+	dynamicClient   dynamic.Interface
+	informers       informers.SharedInformerFactory
+	authorizer      authorizer.Authorizer
+	registry        *schema.Registry
+	serviceResolver webhook.ServiceResolver
+	authInfo        webhook.AuthenticationInfoResolverWrapper
+	stopCh          <-chan struct{}
+	decorator       k8sadmission.Decorator
+}
+
+// newPluginChain builds the admission chain the way kube-apiserver does
+// (pkg/controlplane/apiserver.CreateConfig and AdmissionOptions.ApplyTo): the
+// same registered plugins, initializers and reinvocation wrapper.
+func newPluginChain(names []string, d pluginDeps) (k8sadmission.Interface, error) {
+	opts := kubeoptions.NewAdmissionOptions()
+	plugins := opts.GenericAdmission.Plugins
+
+	quotaConfig, err := quotainstall.NewQuotaConfigurationForAdmission(d.informers, nil)
+	if err != nil {
+		return nil, fmt.Errorf("configuring ResourceQuota admission: %w", err)
+	}
+	// The CEL environment and feature defaults follow the emulated version.
+	effective := basecompatibility.NewEffectiveVersionFromString(KubernetesVersion, "", "")
+	inits := k8sadmission.PluginInitializers{
+		initializer.NewAPIServerIDInitializer("truce"),
+		initializer.New(d.client, d.dynamicClient, d.informers, d.authorizer, utilfeature.DefaultFeatureGate,
+			effective, d.stopCh, d.registry.RESTMapper()),
+		webhookinit.NewPluginInitializer(d.authInfo, d.serviceResolver),
+		controlplaneadmission.NewPluginInitializer(quotaConfig, exclusion.Excluded()),
+		kubeadmission.NewPluginInitializer(),
+	}
+	chain, err := plugins.NewFromPlugins(names, emptyConfig{}, inits, d.decorator)
+	if err != nil {
+		return nil, fmt.Errorf("initialising admission plugins %s: %w", strings.Join(names, ","), err)
+	}
+	return chain, nil
+}
+
+type emptyConfig struct{}
+
+func (emptyConfig) ConfigFor(string) (io.Reader, error) { return nil, nil }
+
+// KubernetesVersion is the kube-apiserver release whose behaviour truce
+// reproduces.
+const KubernetesVersion = "1.37.2"

@@ -1,0 +1,198 @@
+package admission
+
+import (
+	"fmt"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	"k8s.io/kubernetes/plugin/pkg/auth/authorizer/rbac/bootstrappolicy"
+)
+
+// State is the cluster a write is admitted against: namespaces, CRDs,
+// admission configuration, params, RBAC and existing objects.
+type State struct {
+	objects map[objectKey]*unstructured.Unstructured
+	order   []objectKey
+}
+
+type objectKey struct {
+	Group, Kind, Namespace, Name string
+}
+
+func keyOf(u *unstructured.Unstructured) objectKey {
+	gvk := u.GroupVersionKind()
+	return objectKey{Group: gvk.Group, Kind: gvk.Kind, Namespace: u.GetNamespace(), Name: u.GetName()}
+}
+
+// NewState returns a state holding what every kube-apiserver 1.37 creates by
+// itself (system namespaces, bootstrap RBAC, system priority classes) and
+// what controllers that always run create (a "default" ServiceAccount per
+// namespace), then the given objects.
+func NewState(objs ...*unstructured.Unstructured) (*State, error) {
+	s := &State{objects: map[objectKey]*unstructured.Unstructured{}}
+	for _, ns := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
+		if err := s.Put(namespaceObject(ns)); err != nil {
+			return nil, err
+		}
+	}
+	for _, o := range bootstrapObjects() {
+		if err := s.Put(o); err != nil {
+			return nil, err
+		}
+	}
+	for _, o := range objs {
+		if err := s.Put(o); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Put adds or replaces an object. A Namespace also gets its "default"
+// ServiceAccount, as the serviceaccount controller would create it.
+func (s *State) Put(o *unstructured.Unstructured) error {
+	if o.GetKind() == "" || o.GetName() == "" {
+		return fmt.Errorf("object without kind or name cannot be part of the cluster state")
+	}
+	o, err := storedForm(o)
+	if err != nil {
+		return err
+	}
+	k := keyOf(o)
+	if _, ok := s.objects[k]; !ok {
+		s.order = append(s.order, k)
+	}
+	s.objects[k] = o
+	if k.Group == "" && k.Kind == "Namespace" {
+		sa := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "ServiceAccount",
+			"metadata": map[string]any{"name": "default", "namespace": o.GetName()},
+		}}
+		if _, ok := s.objects[keyOf(sa)]; !ok {
+			s.order = append(s.order, keyOf(sa))
+			s.objects[keyOf(sa)] = sa
+		}
+	}
+	return nil
+}
+
+// storedForm applies API defaulting to built-in objects, as the server does
+// before storing them: the admission plugins read policies, bindings and
+// webhook configurations with their defaults filled in.
+func storedForm(o *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	gvk := o.GroupVersionKind()
+	if !legacyscheme.Scheme.Recognizes(gvk) {
+		return o, nil
+	}
+	typed, err := legacyscheme.Scheme.New(gvk)
+	if err != nil {
+		return nil, err
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, typed); err != nil {
+		return nil, fmt.Errorf("decoding %s %s: %w", gvk.Kind, o.GetName(), err)
+	}
+	legacyscheme.Scheme.Default(typed)
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+	if err != nil {
+		return nil, err
+	}
+	out := &unstructured.Unstructured{Object: m}
+	out.SetGroupVersionKind(gvk)
+	return out, nil
+}
+
+// Get returns the existing object with the identity of o, if any.
+func (s *State) Get(gk k8sschema.GroupKind, namespace, name string) (*unstructured.Unstructured, bool) {
+	o, ok := s.objects[objectKey{Group: gk.Group, Kind: gk.Kind, Namespace: namespace, Name: name}]
+	return o, ok
+}
+
+// Objects returns all objects in insertion order.
+func (s *State) Objects() []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, 0, len(s.order))
+	for _, k := range s.order {
+		out = append(out, s.objects[k])
+	}
+	return out
+}
+
+// CRDs decodes the CustomResourceDefinitions of the state.
+func (s *State) CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, o := range s.Objects() {
+		if o.GroupVersionKind().GroupKind() != (k8sschema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}) {
+			continue
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, crd); err != nil {
+			return nil, fmt.Errorf("decoding CustomResourceDefinition %s: %w", o.GetName(), err)
+		}
+		out = append(out, crd)
+	}
+	return out, nil
+}
+
+// configurationKinds are kinds whose objects change how later writes are
+// admitted; writing one invalidates a compiled chain.
+var configurationKinds = sets.New(
+	"Namespace", "CustomResourceDefinition",
+	"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding",
+	"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+	"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+	"Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding",
+	"LimitRange", "ResourceQuota", "ServiceAccount", "PriorityClass",
+	"RuntimeClass", "IngressClass", "StorageClass",
+)
+
+func namespaceObject(name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]any{
+			"name":   name,
+			"labels": map[string]any{"kubernetes.io/metadata.name": name},
+		},
+	}}
+}
+
+// bootstrapObjects are the RBAC roles and priority classes the server
+// creates at start (its post-start hooks), from the upstream definitions.
+func bootstrapObjects() []*unstructured.Unstructured {
+	var typed []runtime.Object
+	for i := range bootstrappolicy.ClusterRoles() {
+		typed = append(typed, &bootstrappolicy.ClusterRoles()[i])
+	}
+	for i := range bootstrappolicy.ClusterRoleBindings() {
+		typed = append(typed, &bootstrappolicy.ClusterRoleBindings()[i])
+	}
+	var out []*unstructured.Unstructured
+	for _, t := range typed {
+		gvks, _, err := scheme.Scheme.ObjectKinds(t)
+		if err != nil || len(gvks) == 0 {
+			continue
+		}
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(t)
+		if err != nil {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: m}
+		u.SetGroupVersionKind(gvks[0])
+		out = append(out, u)
+	}
+	for _, pc := range []struct {
+		name  string
+		value int64
+	}{{"system-node-critical", 2000001000}, {"system-cluster-critical", 2000000000}} {
+		out = append(out, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+			"metadata":    map[string]any{"name": pc.name},
+			"value":       pc.value,
+			"description": "Used for system critical pods that must not be moved from their current node.",
+		}})
+	}
+	return out
+}

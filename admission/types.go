@@ -1,0 +1,67 @@
+package admission
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Operation is the kind of write, as the AdmissionReview names it.
+type Operation string
+
+// Operations truce admits.
+const (
+	Create Operation = "CREATE"
+	Update Operation = "UPDATE"
+)
+
+// Request is one write: the object a client sends (a PUT for an update).
+type Request struct {
+	// Source says where the object came from ("file:line"); it is copied to
+	// the result and used in errors.
+	Source string
+	// Object is the body of the write as the client sends it.
+	Object *unstructured.Unstructured
+	// User and Groups are the identity of the writer. Empty User means the
+	// cluster admin (system:admin in system:masters), as with an admin
+	// kubeconfig.
+	User   string
+	Groups []string
+}
+
+// Change is one field that admission changed between what the client sent
+// (after decoding and defaulting) and what would be stored.
+type Change struct {
+	// Path is a JSON pointer (RFC 6901) into the stored object.
+	Path string `json:"path"`
+	// By names the step: "defaulting", "MutatingAdmissionPolicy/NAME (binding B)",
+	// "webhook NAME", an admission plugin name, or "registry" for the
+	// resource's own PrepareForCreate/Update.
+	By string `json:"by"`
+	// Round is 0 for the first pass of mutating admission, 1 for reinvocation.
+	Round int `json:"round"`
+}
+
+// Result is the outcome of one write: what kube-apiserver would answer.
+type Result struct {
+	Source     string    `json:"source"`
+	Operation  Operation `json:"operation"`
+	APIVersion string    `json:"apiVersion"`
+	Kind       string    `json:"kind"`
+	Namespace  string    `json:"namespace,omitempty"`
+	Name       string    `json:"name"`
+	Allowed    bool      `json:"allowed"`
+	// Code, Reason and Message are the HTTP status code, the metav1 status
+	// reason and the message of a rejection; zero when allowed.
+	Code             int32             `json:"code,omitempty"`
+	Reason           string            `json:"reason,omitempty"`
+	Message          string            `json:"message,omitempty"`
+	Warnings         []string          `json:"warnings"`
+	AuditAnnotations map[string]string `json:"auditAnnotations"`
+	// Object is the object the server would store; nil when denied.
+	Object  map[string]any `json:"object,omitempty"`
+	Changes []Change       `json:"changes"`
+	// Unpredictable lists webhooks that could not be called offline; the
+	// result applied their failurePolicy, which a live cluster may not.
+	Unpredictable []string `json:"unpredictable,omitempty"`
+	// Notes are caveats about how exact this result is.
+	Notes []string `json:"notes,omitempty"`
+}

@@ -1,0 +1,194 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	k8sadmission "k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/warning"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+
+	"github.com/truce-dev/truce/admission/builtin"
+	"github.com/truce-dev/truce/schema"
+)
+
+type writeRequest struct {
+	resource        *schema.Resource
+	in              *unstructured.Unstructured
+	existing        *unstructured.Unstructured
+	op              k8sadmission.Operation
+	namespace       string
+	userInfo        user.Info
+	rec             *recorder
+	fieldValidation string
+}
+
+// write follows the server's create and update handlers
+// (k8s.io/apiserver/pkg/endpoints/handlers/{create,update}.go) and the
+// generic registry store: decode with defaulting, authorize, mutating
+// admission, the registry strategy, validating admission.
+func (c *Chain) write(ctx context.Context, w writeRequest) (*unstructured.Unstructured, *metav1.Status) {
+	fail := func(err error) (*unstructured.Unstructured, *metav1.Status) {
+		return nil, responsewriters.ErrorToAPIStatus(err)
+	}
+	codec := c.codecFor(w.resource)
+	obj, err := codec.decode(ctx, w.in, w.fieldValidation)
+	if err != nil {
+		return fail(err)
+	}
+	if s := c.authorize(ctx, w.resource, w.op, w.namespace, w.in.GetName(), w.userInfo); s != nil {
+		return nil, s
+	}
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		return fail(apierrors.NewBadRequest(err.Error()))
+	}
+	var old runtime.Object
+	var options runtime.Object
+	if w.op == k8sadmission.Create {
+		rest.WipeObjectMetaSystemFields(accessor)
+		options = &metav1.CreateOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "CreateOptions"}, DryRun: []string{metav1.DryRunAll}}
+	} else {
+		old, err = codec.decode(ctx, w.existing, metav1.FieldValidationIgnore)
+		if err != nil {
+			return fail(fmt.Errorf("decoding the existing object: %w", err))
+		}
+		options = &metav1.UpdateOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "UpdateOptions"}, DryRun: []string{metav1.DryRunAll}}
+	}
+	if err := rest.EnsureObjectNamespaceMatchesRequestNamespace(rest.ExpectedNamespaceForResource(w.namespace, w.resource.GVR), accessor); err != nil {
+		return fail(err)
+	}
+
+	base := k8sadmission.NewAttributesRecord(obj, old, w.resource.GVK(), w.namespace, w.in.GetName(),
+		w.resource.GVR, "", w.op, options, true, w.userInfo)
+	attrs := recordingAttributes{Attributes: base, rec: w.rec}
+	if err := c.plugins.(k8sadmission.MutationInterface).Admit(ctx, attrs, c.objects); err != nil {
+		return fail(err)
+	}
+	obj = attrs.GetObject()
+
+	strategy, _ := strategyFor(w.resource)
+	if w.op == k8sadmission.Create {
+		accessor, err = meta.Accessor(obj)
+		if err != nil {
+			return fail(err)
+		}
+		rest.FillObjectMetaSystemFields(accessor)
+		if accessor.GetGenerateName() != "" && accessor.GetName() == "" {
+			accessor.SetName(strategy.GenerateName(accessor.GetGenerateName()))
+		}
+		if err := rest.BeforeCreate(strategy, ctx, obj); err != nil {
+			return fail(err)
+		}
+	} else {
+		if err := rest.BeforeUpdate(strategy, ctx, obj, old); err != nil {
+			return fail(err)
+		}
+	}
+
+	final := recordingAttributes{
+		Attributes: k8sadmission.NewAttributesRecord(obj.DeepCopyObject(), old, w.resource.GVK(), w.namespace, accessor.GetName(),
+			w.resource.GVR, "", w.op, options, true, w.userInfo),
+		rec: w.rec,
+	}
+	if err := c.plugins.(k8sadmission.ValidationInterface).Validate(ctx, final, c.objects); err != nil {
+		return fail(err)
+	}
+	stored, err := codec.encode(obj, w.resource.GVK())
+	if err != nil {
+		return fail(err)
+	}
+	if w.op == k8sadmission.Create {
+		// Storage assigns a resourceVersion; a dry run answers with none.
+		stored.SetResourceVersion("")
+	}
+	return stored, nil
+}
+
+// codec decodes the body of a write into the form admission sees (the
+// internal version for built-ins) and encodes the result back.
+type codec interface {
+	decode(ctx context.Context, in *unstructured.Unstructured, fieldValidation string) (runtime.Object, error)
+	encode(obj runtime.Object, gvk k8sschema.GroupVersionKind) (*unstructured.Unstructured, error)
+}
+
+func (c *Chain) codecFor(r *schema.Resource) codec {
+	if r.CRD != nil {
+		return customResourceCodec{resource: r}
+	}
+	return builtinCodec{}
+}
+
+type builtinCodec struct{}
+
+func (builtinCodec) decode(ctx context.Context, in *unstructured.Unstructured, fieldValidation string) (runtime.Object, error) {
+	body, err := json.Marshal(in.Object)
+	if err != nil {
+		return nil, err
+	}
+	gvk := in.GroupVersionKind()
+	info, ok := runtime.SerializerInfoForMediaType(legacyscheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
+	if !ok {
+		return nil, fmt.Errorf("no JSON serializer")
+	}
+	serializer := info.Serializer
+	if fieldValidation == metav1.FieldValidationWarn || fieldValidation == metav1.FieldValidationStrict {
+		serializer = info.StrictSerializer
+	}
+	internal := k8sschema.GroupVersion{Group: gvk.Group, Version: runtime.APIVersionInternal}
+	decoder := legacyscheme.Codecs.DecoderToVersion(serializer, internal)
+	obj, _, err := decoder.Decode(body, &gvk, nil)
+	if err != nil {
+		strict, isStrict := runtime.AsStrictDecodingError(err)
+		switch {
+		case isStrict && obj != nil && fieldValidation == metav1.FieldValidationWarn:
+			for _, e := range strict.Errors() {
+				warning.AddWarning(ctx, "", e.Error())
+			}
+		case isStrict:
+			return nil, apierrors.NewBadRequest(err.Error())
+		default:
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+	}
+	return obj, nil
+}
+
+func (builtinCodec) encode(obj runtime.Object, gvk k8sschema.GroupVersionKind) (*unstructured.Unstructured, error) {
+	out, err := legacyscheme.Scheme.ConvertToVersion(obj, gvk.GroupVersion())
+	if err != nil {
+		return nil, fmt.Errorf("converting to %s: %w", gvk.GroupVersion(), err)
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(out)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(gvk)
+	return u, nil
+}
+
+// strategyFor returns the upstream registry strategy of a resource, or one
+// that validates metadata only.
+func strategyFor(r *schema.Resource) (builtin.Strategy, bool) {
+	if r.CRD != nil {
+		return metadataOnlyStrategy{namespaced: r.Namespaced}, false
+	}
+	if s, ok := builtin.StrategyFor(r.GVR.GroupResource()); ok {
+		return s, true
+	}
+	return metadataOnlyStrategy{namespaced: r.Namespaced}, false
+}
+
+var _ = uuid.NewUUID

@@ -1,0 +1,191 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/truce-dev/truce/admission"
+	"github.com/truce-dev/truce/manifest"
+)
+
+type admitOptions struct {
+	files, cluster  []string
+	output          string
+	user            string
+	groups          []string
+	endpoints       []string
+	callWebhooks    bool
+	enablePlugins   []string
+	disablePlugins  []string
+	fieldValidation string
+	kubeconfig      string
+	kubeContext     string
+	dryRun          string
+}
+
+func newAdmitCommand() *cobra.Command {
+	o := &admitOptions{}
+	cmd := &cobra.Command{
+		Use:   "admit -f PATH... [-c PATH...]",
+		Short: "Run writes through kube-apiserver's admission chain offline and show what would be stored",
+		Long: `admit runs each object of -f as one write (in input order) through the admission
+chain of kube-apiserver 1.37.2 against the cluster described by -c: API defaulting,
+authorization, built-in mutating plugins, MutatingAdmissionPolicies, mutating
+webhooks (with reinvocation), the resource's validation, Pod Security,
+ValidatingAdmissionPolicies and validating webhooks. A write whose object exists
+in the cluster state is an UPDATE, otherwise a CREATE; admitted writes are added
+to the state, so later writes see them. Every write is a dry run: webhooks are
+told dryRun: true.
+
+Exit status: 0 when every write is admitted, 1 when any is denied, 2 on error.`,
+		Example: `  # What does the API server store for this Deployment, given these policies?
+  truce admit -f examples/image-mirror/app -c examples/image-mirror/cluster
+
+  # The same, as JSON for CI
+  truce admit -f app/ -c cluster/ -o json
+
+  # Compare with a real cluster (server-side dry run)
+  truce admit -f app/ --kubeconfig ~/.kube/config --dry-run=server`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runAdmit(cmd.Context(), cmd, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVarP(&o.files, "filename", "f", nil, "files or directories (recursive) of manifests to write; - for stdin")
+	f.StringSliceVarP(&o.cluster, "cluster", "c", nil, "files or directories describing the cluster: namespaces, CRDs, policies, bindings, webhook configurations, params, RBAC, existing objects")
+	f.StringVarP(&o.output, "output", "o", "text", "output format: text, yaml or json")
+	f.StringVar(&o.user, "user", "", "the user making the writes (default: a cluster admin in system:masters)")
+	f.StringSliceVar(&o.groups, "group", nil, "a group of --user (repeatable)")
+	f.StringArrayVar(&o.endpoints, "webhook-endpoint", nil, "NAMESPACE/SERVICE=https://HOST:PORT: where a service-backed webhook is reachable from here (repeatable)")
+	f.BoolVar(&o.callWebhooks, "call-webhooks", false, "call webhooks configured with a URL (they are only called when asked)")
+	f.StringSliceVar(&o.enablePlugins, "enable-admission-plugins", nil, "admission plugins to enable in addition to kube-apiserver's defaults")
+	f.StringSliceVar(&o.disablePlugins, "disable-admission-plugins", nil, "admission plugins to disable, as the cluster's kube-apiserver does")
+	f.StringVar(&o.fieldValidation, "field-validation", metav1.FieldValidationStrict, "unknown and duplicate fields: Strict (kubectl's default), Warn or Ignore")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "with --dry-run=server: the cluster to ask")
+	f.StringVar(&o.kubeContext, "context", "", "with --dry-run=server: the kubeconfig context")
+	f.StringVar(&o.dryRun, "dry-run", "", "server: send the writes to the cluster of --kubeconfig as server-side dry runs instead of admitting them offline")
+	_ = cmd.MarkFlagRequired("filename")
+	return cmd
+}
+
+func runAdmit(ctx context.Context, cmd *cobra.Command, o *admitOptions) error {
+	switch o.output {
+	case "text", "yaml", "json":
+	default:
+		return fmt.Errorf("unknown output format %q (want text, yaml or json)", o.output)
+	}
+	switch o.fieldValidation {
+	case metav1.FieldValidationStrict, metav1.FieldValidationWarn, metav1.FieldValidationIgnore:
+	default:
+		return fmt.Errorf("unknown --field-validation %q (want Strict, Warn or Ignore)", o.fieldValidation)
+	}
+	if len(o.groups) > 0 && o.user == "" {
+		return fmt.Errorf("--group needs --user")
+	}
+	lopts := manifest.DefaultOptions()
+	lopts.Stdin = cmd.InOrStdin()
+	writes, err := manifest.LoadPaths(ctx, o.files, lopts)
+	if err != nil {
+		return err
+	}
+	if len(writes) == 0 {
+		return fmt.Errorf("no objects found in %s", strings.Join(o.files, ", "))
+	}
+
+	var results []*admission.Result
+	switch o.dryRun {
+	case "":
+		results, err = admitOffline(ctx, o, writes)
+	case "server":
+		if len(o.cluster) > 0 {
+			return fmt.Errorf("--dry-run=server asks a real cluster; -c describes an offline one: use one or the other")
+		}
+		results, err = admitLive(ctx, o, writes)
+	default:
+		return fmt.Errorf("unknown --dry-run %q (only \"server\" is supported)", o.dryRun)
+	}
+	if err != nil {
+		return err
+	}
+	if err := printResults(cmd.OutOrStdout(), o.output, results); err != nil {
+		return err
+	}
+	for _, r := range results {
+		if !r.Allowed {
+			return exitError{exitFound}
+		}
+	}
+	return nil
+}
+
+func admitOffline(ctx context.Context, o *admitOptions, writes []manifest.Object) ([]*admission.Result, error) {
+	lopts := manifest.DefaultOptions()
+	clusterObjs, err := manifest.LoadPaths(ctx, o.cluster, lopts)
+	if err != nil {
+		return nil, err
+	}
+	var objs []*unstructured.Unstructured
+	for _, c := range clusterObjs {
+		objs = append(objs, c.Object)
+	}
+	state, err := admission.NewState(objs...)
+	if err != nil {
+		return nil, err
+	}
+	endpoints, err := parseEndpoints(o.endpoints)
+	if err != nil {
+		return nil, err
+	}
+	opts := admission.Options{
+		EnablePlugins:    o.enablePlugins,
+		DisablePlugins:   o.disablePlugins,
+		WebhookEndpoints: endpoints,
+		CallURLWebhooks:  o.callWebhooks,
+		FieldValidation:  o.fieldValidation,
+	}
+	chain, err := admission.NewChain(ctx, state, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { chain.Close() }()
+
+	results := make([]*admission.Result, 0, len(writes))
+	for _, w := range writes {
+		res, err := chain.Admit(ctx, admission.Request{
+			Source: w.Source.String(), Object: w.Object, User: o.user, Groups: o.groups,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", w.Source, err)
+		}
+		results = append(results, res)
+		reconfigure, err := chain.Commit(res)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", w.Source, err)
+		}
+		if reconfigure {
+			chain.Close()
+			if chain, err = admission.NewChain(ctx, state, opts); err != nil {
+				return nil, fmt.Errorf("%s: recompiling admission after this write: %w", w.Source, err)
+			}
+		}
+	}
+	return results, nil
+}
+
+func parseEndpoints(specs []string) (admission.WebhookEndpoints, error) {
+	out := admission.WebhookEndpoints{}
+	for _, s := range specs {
+		key, u, ok := strings.Cut(s, "=")
+		if !ok || strings.Count(key, "/") != 1 || u == "" {
+			return nil, fmt.Errorf("--webhook-endpoint %q: want NAMESPACE/SERVICE=URL", s)
+		}
+		out[key] = u
+	}
+	return out, nil
+}

@@ -1,0 +1,60 @@
+// Package cli implements truce's commands.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+)
+
+// Exit codes, like flux diff: 0 nothing to report, 1 something was found
+// (a denied write), 2 the command could not do its job.
+const (
+	exitOK      = 0
+	exitFound   = 1
+	exitFailure = 2
+)
+
+// exitError carries an exit code through cobra without printing twice.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+// Execute runs truce with args and returns the process exit code.
+func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// The upstream admission plugins log through klog; a command's output is
+	// its results, so their progress messages are dropped.
+	klog.SetOutput(io.Discard)
+	klog.LogToStderr(false)
+	root := newRoot(stdin, stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ee exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	fmt.Fprintln(stderr, "error:", err)
+	return exitFailure
+}
+
+func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "truce",
+		Short:         "Kubernetes admission and GitOps drift, computed together",
+		Long:          "truce answers what kube-apiserver 1.37 would store for a manifest, and whether a GitOps tool will settle or fight admission over it.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(newAdmitCommand())
+	return root
+}

@@ -1,0 +1,3 @@
+package schema
+
+//go:generate go run ./internal/gen
