@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -57,6 +58,9 @@ type Chain struct {
 	authz     authorizer.Authorizer
 	objects   *objectInterfaces
 	cancel    context.CancelFunc
+
+	crMu            sync.Mutex
+	customResources map[k8sschema.GroupVersionResource]*customResource
 }
 
 // NewChain compiles the admission configuration in state. The chain keeps
@@ -149,6 +153,8 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 		authz:     authz,
 		objects:   &objectInterfaces{registry: reg},
 		cancel:    cancel,
+
+		customResources: map[k8sschema.GroupVersionResource]*customResource{},
 	}, nil
 }
 
@@ -239,7 +245,7 @@ func (c *Chain) Admit(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := strategyFor(resource); !ok {
+	if !modelled(resource) {
 		res.Notes = append(res.Notes, fmt.Sprintf("%s: only metadata is validated; the server also validates the spec", resource.GVR.GroupResource()))
 	}
 	return res, nil

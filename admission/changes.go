@@ -20,7 +20,10 @@ import (
 func (c *Chain) changes(rec *recorder, resource *schema.Resource) ([]Change, error) {
 	patches := webhookPatches(rec.annotations)
 	var out []Change
-	codec := c.codecFor(resource)
+	codec, _, err := c.handlerFor(resource)
+	if err != nil {
+		return nil, err
+	}
 	for _, s := range rec.steps {
 		before, err := codec.encode(s.before, resource.GVK())
 		if err != nil {

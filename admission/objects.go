@@ -130,21 +130,4 @@ func (s metadataOnlyStrategy) WarningsOnUpdate(ctx context.Context, obj, old run
 	return nil
 }
 
-// customResourceCodec handles custom resources as unstructured objects.
-type customResourceCodec struct{ resource *schema.Resource }
-
-func (c customResourceCodec) decode(ctx context.Context, in *unstructured.Unstructured, fieldValidation string) (runtime.Object, error) {
-	return in.DeepCopy(), nil
-}
-
-func (c customResourceCodec) encode(obj runtime.Object, gvk k8sschema.GroupVersionKind) (*unstructured.Unstructured, error) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return nil, fmt.Errorf("custom resource is %T, not unstructured", obj)
-	}
-	out := u.DeepCopy()
-	out.SetGroupVersionKind(gvk)
-	return out, nil
-}
-
 var _ = metav1.Now

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/uuid"
 	k8sadmission "k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
@@ -42,7 +41,10 @@ func (c *Chain) write(ctx context.Context, w writeRequest) (*unstructured.Unstru
 	fail := func(err error) (*unstructured.Unstructured, *metav1.Status) {
 		return nil, responsewriters.ErrorToAPIStatus(err)
 	}
-	codec := c.codecFor(w.resource)
+	codec, strategy, err := c.handlerFor(w.resource)
+	if err != nil {
+		return fail(apierrors.NewInternalError(err))
+	}
 	obj, err := codec.decode(ctx, w.in, w.fieldValidation)
 	if err != nil {
 		return fail(err)
@@ -78,7 +80,6 @@ func (c *Chain) write(ctx context.Context, w writeRequest) (*unstructured.Unstru
 	}
 	obj = attrs.GetObject()
 
-	strategy, _ := strategyFor(w.resource)
 	if w.op == k8sadmission.Create {
 		accessor, err = meta.Accessor(obj)
 		if err != nil {
@@ -123,11 +124,37 @@ type codec interface {
 	encode(obj runtime.Object, gvk k8sschema.GroupVersionKind) (*unstructured.Unstructured, error)
 }
 
-func (c *Chain) codecFor(r *schema.Resource) codec {
-	if r.CRD != nil {
-		return customResourceCodec{resource: r}
+// handlerFor returns how the server decodes and stores a resource: the
+// legacy scheme and the upstream registry strategy for built-ins, the CRD
+// handler's codec and strategy for custom resources.
+func (c *Chain) handlerFor(r *schema.Resource) (codec, builtin.Strategy, error) {
+	if r.CRD == nil {
+		if s, ok := builtin.StrategyFor(r.GVR.GroupResource()); ok {
+			return builtinCodec{}, s, nil
+		}
+		return builtinCodec{}, metadataOnlyStrategy{namespaced: r.Namespaced}, nil
 	}
-	return builtinCodec{}
+	c.crMu.Lock()
+	defer c.crMu.Unlock()
+	cr, ok := c.customResources[r.GVR]
+	if !ok {
+		var err error
+		if cr, err = newCustomResource(r); err != nil {
+			return nil, nil, err
+		}
+		c.customResources[r.GVR] = cr
+	}
+	return customResourceCodec{resource: r, cr: cr}, cr.strategy, nil
+}
+
+// modelled reports whether the resource is validated exactly like the server
+// validates it.
+func modelled(r *schema.Resource) bool {
+	if r.CRD != nil {
+		return true
+	}
+	_, ok := builtin.StrategyFor(r.GVR.GroupResource())
+	return ok
 }
 
 type builtinCodec struct{}
@@ -178,17 +205,3 @@ func (builtinCodec) encode(obj runtime.Object, gvk k8sschema.GroupVersionKind) (
 	u.SetGroupVersionKind(gvk)
 	return u, nil
 }
-
-// strategyFor returns the upstream registry strategy of a resource, or one
-// that validates metadata only.
-func strategyFor(r *schema.Resource) (builtin.Strategy, bool) {
-	if r.CRD != nil {
-		return metadataOnlyStrategy{namespaced: r.Namespaced}, false
-	}
-	if s, ok := builtin.StrategyFor(r.GVR.GroupResource()); ok {
-		return s, true
-	}
-	return metadataOnlyStrategy{namespaced: r.Namespaced}, false
-}
-
-var _ = uuid.NewUUID

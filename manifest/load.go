@@ -1,0 +1,202 @@
+package manifest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// LoadPaths loads every object from paths, in order.
+//
+// A path may be a file, which is read whatever its extension, a directory,
+// which is walked recursively for *.yaml, *.yml and *.json files (the
+// extensions kubectl apply -R accepts, matched case-sensitively like
+// kubectl does), or "-", which reads Options.Stdin. Directories are walked
+// in lexical order, entry by entry, so results are deterministic. Entries
+// whose name starts with "." inside a walked directory (.git, .github
+// workflows, editor backups) are skipped; name such a path explicitly to
+// load it. A directory without any manifest file is an error, so that a
+// mistyped path does not look like an empty desired state. A file reached
+// through several paths is loaded once.
+//
+// Like Decode, LoadPaths keeps going after bad documents and files, and
+// returns the objects that loaded cleanly together with an errors.Join of
+// all problems. Cancelling ctx stops loading before the next file; the
+// returned error then also matches ctx.Err().
+func LoadPaths(ctx context.Context, paths []string, opts Options) ([]Object, error) {
+	l := loader{decoder: newDecoder(opts), seen: make(map[string]bool)}
+	for _, p := range paths {
+		if !l.proceed(ctx) {
+			break
+		}
+		if p == "-" {
+			l.loadStdin()
+			continue
+		}
+		info, err := os.Stat(p)
+		if err != nil {
+			l.fail(ioError(p, err))
+			continue
+		}
+		if info.IsDir() {
+			l.loadDir(ctx, p)
+		} else {
+			l.loadFile(p, info)
+		}
+	}
+	return l.result()
+}
+
+type loader struct {
+	*decoder
+	// seen holds the absolute paths of files already loaded.
+	seen      map[string]bool
+	cancelled bool
+}
+
+// proceed reports whether another file may be loaded, recording the
+// context's error the first time it is done.
+func (l *loader) proceed(ctx context.Context) bool {
+	if l.stopped || l.cancelled {
+		return false
+	}
+	if err := ctx.Err(); err != nil {
+		l.cancelled = true
+		l.errs = append(l.errs, fmt.Errorf("manifest: loading stopped: %w", err))
+		return false
+	}
+	return true
+}
+
+func (l *loader) loadStdin() {
+	if l.seen["-"] {
+		return
+	}
+	l.seen["-"] = true
+	if l.opts.Stdin == nil {
+		l.fail(newError(Source{File: StdinName}, os.ErrInvalid, `"-" given but Options.Stdin is nil`))
+		return
+	}
+	if data, ok := l.read(StdinName, l.opts.Stdin); ok {
+		l.decodeStream(StdinName, data)
+	}
+}
+
+// loadDir walks dir and loads the manifest files in it.
+func (l *loader) loadDir(ctx context.Context, dir string) {
+	root := dir
+	// WalkDir does not descend into a root that is a symlink; a trailing
+	// separator makes it follow the link, as the user clearly meant.
+	if fi, err := os.Lstat(dir); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		root = dir + string(filepath.Separator)
+	}
+	found := 0
+	err := filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
+		if err != nil {
+			l.fail(ioError(path, err))
+			return nil // WalkDir skips the unreadable directory itself.
+		}
+		if path != root && strings.HasPrefix(e.Name(), ".") {
+			if e.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if e.IsDir() || !hasManifestExt(e.Name()) {
+			return nil
+		}
+		info, err := os.Stat(path) // follows symlinks to files
+		if err != nil {
+			l.fail(ioError(path, err))
+			return nil
+		}
+		if !info.Mode().IsRegular() {
+			// Symlinked directories are not followed (neither does
+			// kubectl), and reading a FIFO or device could block.
+			return nil
+		}
+		found++
+		if !l.proceed(ctx) {
+			return filepath.SkipAll
+		}
+		l.loadFile(path, info)
+		return nil
+	})
+	if err != nil {
+		l.fail(ioError(dir, err))
+	}
+	if found == 0 && !l.stopped && !l.cancelled {
+		l.fail(newError(Source{File: dir}, fs.ErrNotExist,
+			"directory contains no manifest files (*.yaml, *.yml, *.json)"))
+	}
+}
+
+func hasManifestExt(name string) bool {
+	switch filepath.Ext(name) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
+}
+
+// loadFile loads one file. The size limit is checked against the file's
+// metadata before reading, and again while reading for files whose size is
+// not known up front or that grow while being read.
+func (l *loader) loadFile(path string, info fs.FileInfo) {
+	key := path
+	if abs, err := filepath.Abs(path); err == nil {
+		key = abs
+	}
+	if l.seen[key] {
+		return
+	}
+	l.seen[key] = true
+
+	if info.Mode().IsRegular() && info.Size() > l.opts.MaxFileBytes {
+		l.fail(newError(Source{File: path}, ErrTooLarge, fmt.Sprintf(
+			"file is %s, larger than the %s limit (MaxFileBytes)",
+			formatBytes(info.Size()), formatBytes(l.opts.MaxFileBytes))))
+		return
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		l.fail(ioError(path, err))
+		return
+	}
+	defer f.Close()
+	if data, ok := l.read(path, f); ok {
+		l.decodeStream(path, data)
+	}
+}
+
+// ioError wraps an I/O error as an *Error for path, keeping the cause for
+// errors.Is (fs.ErrNotExist, fs.ErrPermission, ...).
+func ioError(path string, err error) *Error {
+	msg := err.Error()
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		msg = pe.Op + ": " + pe.Err.Error()
+	}
+	return newError(Source{File: path}, err, "cannot read: "+msg)
+}
+
+// formatBytes renders n for messages, e.g. "16 MiB" or "1.5 KiB".
+func formatBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 4; m /= unit {
+		div *= unit
+		exp++
+	}
+	v := float64(n) / float64(div)
+	s := fmt.Sprintf("%.1f", v)
+	s = strings.TrimSuffix(s, ".0")
+	return s + " " + string("KMGTP"[exp]) + "iB"
+}
