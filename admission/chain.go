@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	rbacauthorizer "k8s.io/kubernetes/plugin/pkg/auth/authorizer/rbac"
 
+	"github.com/truce-dev/truce/admission/builtin"
 	"github.com/truce-dev/truce/schema"
 )
 
@@ -59,8 +60,9 @@ type Chain struct {
 	objects   *objectInterfaces
 	cancel    context.CancelFunc
 
-	crMu            sync.Mutex
-	customResources map[k8sschema.GroupVersionResource]*customResource
+	crMu             sync.Mutex
+	customResources  map[k8sschema.GroupVersionResource]*customResource
+	configStrategies map[k8sschema.GroupResource]builtin.Strategy
 }
 
 // NewChain compiles the admission configuration in state. The chain keeps
@@ -144,7 +146,7 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 		cancel()
 		return nil, errors.New("admission plugins did not become ready (policies or webhook configurations failed to load)")
 	}
-	return &Chain{
+	c := &Chain{
 		opts:      opts,
 		registry:  reg,
 		state:     state,
@@ -154,8 +156,14 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 		objects:   &objectInterfaces{registry: reg},
 		cancel:    cancel,
 
-		customResources: map[k8sschema.GroupVersionResource]*customResource{},
-	}, nil
+		customResources:  map[k8sschema.GroupVersionResource]*customResource{},
+		configStrategies: configStrategies(reg, authz, state),
+	}
+	if err := c.validateState(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
 }
 
 // Close stops the chain's informers.
@@ -245,7 +253,7 @@ func (c *Chain) Admit(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !modelled(resource) {
+	if !c.modelled(resource) {
 		res.Notes = append(res.Notes, fmt.Sprintf("%s: only metadata is validated; the server also validates the spec", resource.GVR.GroupResource()))
 	}
 	return res, nil

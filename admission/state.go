@@ -18,6 +18,9 @@ import (
 type State struct {
 	objects map[objectKey]*unstructured.Unstructured
 	order   []objectKey
+	// system marks what the server and its controllers create themselves;
+	// those objects are trusted, not validated.
+	system map[objectKey]bool
 }
 
 type objectKey struct {
@@ -34,16 +37,18 @@ func keyOf(u *unstructured.Unstructured) objectKey {
 // what controllers that always run create (a "default" ServiceAccount per
 // namespace), then the given objects.
 func NewState(objs ...*unstructured.Unstructured) (*State, error) {
-	s := &State{objects: map[objectKey]*unstructured.Unstructured{}}
+	s := &State{objects: map[objectKey]*unstructured.Unstructured{}, system: map[objectKey]bool{}}
+	var system []*unstructured.Unstructured
 	for _, ns := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
-		if err := s.Put(namespaceObject(ns)); err != nil {
-			return nil, err
-		}
+		system = append(system, namespaceObject(ns))
 	}
-	for _, o := range bootstrapObjects() {
+	for _, o := range append(system, bootstrapObjects()...) {
 		if err := s.Put(o); err != nil {
 			return nil, err
 		}
+	}
+	for k := range s.objects {
+		s.system[k] = true
 	}
 	for _, o := range objs {
 		if err := s.Put(o); err != nil {
@@ -76,6 +81,7 @@ func (s *State) Put(o *unstructured.Unstructured) error {
 		if _, ok := s.objects[keyOf(sa)]; !ok {
 			s.order = append(s.order, keyOf(sa))
 			s.objects[keyOf(sa)] = sa
+			s.system[keyOf(sa)] = true
 		}
 	}
 	return nil

@@ -129,6 +129,9 @@ type codec interface {
 // handler's codec and strategy for custom resources.
 func (c *Chain) handlerFor(r *schema.Resource) (codec, builtin.Strategy, error) {
 	if r.CRD == nil {
+		if s, ok := c.configStrategies[r.GVR.GroupResource()]; ok {
+			return builtinCodec{}, s, nil
+		}
 		if s, ok := builtin.StrategyFor(r.GVR.GroupResource()); ok {
 			return builtinCodec{}, s, nil
 		}
@@ -149,8 +152,11 @@ func (c *Chain) handlerFor(r *schema.Resource) (codec, builtin.Strategy, error) 
 
 // modelled reports whether the resource is validated exactly like the server
 // validates it.
-func modelled(r *schema.Resource) bool {
+func (c *Chain) modelled(r *schema.Resource) bool {
 	if r.CRD != nil {
+		return true
+	}
+	if _, ok := c.configStrategies[r.GVR.GroupResource()]; ok {
 		return true
 	}
 	_, ok := builtin.StrategyFor(r.GVR.GroupResource())

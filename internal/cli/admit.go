@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -151,7 +152,7 @@ func admitOffline(ctx context.Context, o *admitOptions, writes []manifest.Object
 	}
 	chain, err := admission.NewChain(ctx, state, opts)
 	if err != nil {
-		return nil, err
+		return nil, withSource(err, clusterObjs)
 	}
 	defer func() { chain.Close() }()
 
@@ -176,6 +177,23 @@ func admitOffline(ctx context.Context, o *admitOptions, writes []manifest.Object
 		}
 	}
 	return results, nil
+}
+
+// withSource prefixes an error about a cluster object with the file and
+// line the object came from.
+func withSource(err error, objs []manifest.Object) error {
+	var invalid *admission.InvalidObjectError
+	if !errors.As(err, &invalid) {
+		return err
+	}
+	gvk := invalid.Object.GroupVersionKind()
+	for _, o := range objs {
+		if o.Object.GroupVersionKind().GroupKind() == gvk.GroupKind() && o.Object.GetName() == invalid.Object.GetName() &&
+			(o.Object.GetNamespace() == invalid.Object.GetNamespace() || o.Object.GetNamespace() == "") {
+			return fmt.Errorf("%s: %w", o.Source, err)
+		}
+	}
+	return err
 }
 
 func parseEndpoints(specs []string) (admission.WebhookEndpoints, error) {

@@ -1,0 +1,152 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/kubernetes/pkg/apis/admissionregistration"
+	"k8s.io/kubernetes/pkg/registry/admissionregistration/mutatingadmissionpolicy"
+	"k8s.io/kubernetes/pkg/registry/admissionregistration/mutatingadmissionpolicybinding"
+	"k8s.io/kubernetes/pkg/registry/admissionregistration/mutatingwebhookconfiguration"
+	"k8s.io/kubernetes/pkg/registry/admissionregistration/validatingadmissionpolicy"
+	"k8s.io/kubernetes/pkg/registry/admissionregistration/validatingadmissionpolicybinding"
+	"k8s.io/kubernetes/pkg/registry/admissionregistration/validatingwebhookconfiguration"
+
+	"github.com/truce-dev/truce/admission/builtin"
+	"github.com/truce-dev/truce/schema"
+)
+
+// configStrategies are the registry strategies of admission configuration.
+// The policy strategies need an authorizer and a resource resolver (they
+// compile CEL against the types of matched resources and check that the
+// writer may read a paramKind), so they are built per chain.
+func configStrategies(reg *schema.Registry, authz authorizer.Authorizer, state *State) map[k8sschema.GroupResource]builtin.Strategy {
+	resolve := resourceResolver{reg}
+	policies := policyGetter{state}
+	gr := func(r string) k8sschema.GroupResource {
+		return k8sschema.GroupResource{Group: "admissionregistration.k8s.io", Resource: r}
+	}
+	return map[k8sschema.GroupResource]builtin.Strategy{
+		gr("mutatingwebhookconfigurations"):     mutatingwebhookconfiguration.Strategy,
+		gr("validatingwebhookconfigurations"):   validatingwebhookconfiguration.Strategy,
+		gr("validatingadmissionpolicies"):       validatingadmissionpolicy.NewStrategy(authz, resolve),
+		gr("validatingadmissionpolicybindings"): validatingadmissionpolicybinding.NewStrategy(authz, policies, resolve),
+		gr("mutatingadmissionpolicies"):         mutatingadmissionpolicy.NewStrategy(authz, resolve),
+		gr("mutatingadmissionpolicybindings"):   mutatingadmissionpolicybinding.NewStrategy(authz, policies, resolve),
+	}
+}
+
+type resourceResolver struct{ reg *schema.Registry }
+
+func (r resourceResolver) Resolve(gvk k8sschema.GroupVersionKind) (k8sschema.GroupVersionResource, error) {
+	res, err := r.reg.ForKind(gvk)
+	if err != nil {
+		return k8sschema.GroupVersionResource{}, err
+	}
+	return res.GVR, nil
+}
+
+// policyGetter reads policies from the state for the binding strategies.
+type policyGetter struct{ state *State }
+
+func (p policyGetter) GetValidatingAdmissionPolicy(ctx context.Context, name string) (*admissionregistration.ValidatingAdmissionPolicy, error) {
+	out := &admissionregistration.ValidatingAdmissionPolicy{}
+	return out, p.get("ValidatingAdmissionPolicy", "validatingadmissionpolicies", name, out)
+}
+
+func (p policyGetter) GetMutatingAdmissionPolicy(ctx context.Context, name string) (*admissionregistration.MutatingAdmissionPolicy, error) {
+	out := &admissionregistration.MutatingAdmissionPolicy{}
+	return out, p.get("MutatingAdmissionPolicy", "mutatingadmissionpolicies", name, out)
+}
+
+func (p policyGetter) get(kind, resource, name string, into runtime.Object) error {
+	gk := k8sschema.GroupKind{Group: "admissionregistration.k8s.io", Kind: kind}
+	u, ok := p.state.Get(gk, "", name)
+	if !ok {
+		return apierrors.NewNotFound(k8sschema.GroupResource{Group: gk.Group, Resource: resource}, name)
+	}
+	obj, err := builtinCodec{}.decode(context.Background(), u, metav1.FieldValidationIgnore)
+	if err != nil {
+		return err
+	}
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(mustUnstructured(obj), into)
+}
+
+func mustUnstructured(obj runtime.Object) map[string]any {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+// InvalidObjectError reports an object of the cluster state that the server
+// would have refused to store, so the cluster cannot contain it.
+type InvalidObjectError struct {
+	Object *unstructured.Unstructured
+	Err    error
+}
+
+func (e *InvalidObjectError) Error() string {
+	return fmt.Sprintf("%s %q cannot exist in a cluster: %v", e.Object.GetKind(), e.Object.GetName(), e.Err)
+}
+
+func (e *InvalidObjectError) Unwrap() error { return e.Err }
+
+// validateState checks every object of the state the way the server checks
+// it when the object is created: decoding, then the resource's strategy.
+// Objects of kinds without a modelled strategy are accepted as they are.
+func (c *Chain) validateState(ctx context.Context) error {
+	for _, o := range c.state.Objects() {
+		if c.state.system[keyOf(o)] {
+			continue
+		}
+		o = o.DeepCopy()
+		resource, err := c.registry.ForKind(o.GroupVersionKind())
+		if err != nil {
+			return &InvalidObjectError{Object: o, Err: err}
+		}
+		if !c.modelled(resource) {
+			continue
+		}
+		codec, strategy, err := c.handlerFor(resource)
+		if err != nil {
+			return &InvalidObjectError{Object: o, Err: err}
+		}
+		obj, err := codec.decode(ctx, o, metav1.FieldValidationIgnore)
+		if err != nil {
+			return &InvalidObjectError{Object: o, Err: err}
+		}
+		ns := o.GetNamespace()
+		if !resource.Namespaced {
+			ns = ""
+		} else if ns == "" {
+			ns = metav1.NamespaceDefault
+		}
+		accessor, err := meta.Accessor(obj)
+		if err != nil {
+			return &InvalidObjectError{Object: o, Err: err}
+		}
+		accessor.SetNamespace(ns)
+		rest.FillObjectMetaSystemFields(accessor)
+		vctx := genericapirequest.WithNamespace(ctx, ns)
+		vctx = genericapirequest.WithRequestInfo(vctx, &genericapirequest.RequestInfo{
+			IsResourceRequest: true, Verb: "create", APIGroup: resource.GVR.Group, APIVersion: resource.GVR.Version,
+			Resource: resource.GVR.Resource, Namespace: ns, Name: o.GetName(),
+		})
+		vctx = genericapirequest.WithUser(vctx, c.userInfo(Request{}))
+		if err := rest.BeforeCreate(strategy, vctx, obj); err != nil {
+			return &InvalidObjectError{Object: o, Err: err}
+		}
+	}
+	return nil
+}
