@@ -14,10 +14,13 @@ import (
 // snapshots before and after every mutating plugin, the audit annotations and
 // the webhooks that could not be called.
 type recorder struct {
-	mu            sync.Mutex
-	steps         []step
-	annotations   map[string]string
-	unpredictable []string
+	mu sync.Mutex
+	// mutatingPolicies names the MutatingAdmissionPolicy bindings matching
+	// the request, filled when that plugin changed the object.
+	mutatingPolicies []string
+	steps            []step
+	annotations      map[string]string
+	unpredictable    []string
 }
 
 type step struct {

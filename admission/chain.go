@@ -63,6 +63,7 @@ type Chain struct {
 	crMu             sync.Mutex
 	customResources  map[k8sschema.GroupVersionResource]*customResource
 	configStrategies map[k8sschema.GroupResource]builtin.Strategy
+	mutatingPolicies *mutatingPolicies
 }
 
 // NewChain compiles the admission configuration in state. The chain keeps
@@ -158,6 +159,10 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 
 		customResources:  map[k8sschema.GroupVersionResource]*customResource{},
 		configStrategies: configStrategies(reg, authz, state),
+	}
+	if c.mutatingPolicies, err = newMutatingPolicies(state, factory.Core().V1().Namespaces().Lister(), client); err != nil {
+		c.Close()
+		return nil, err
 	}
 	if err := c.validateState(ctx); err != nil {
 		c.Close()

@@ -35,6 +35,9 @@ func (c *Chain) changes(rec *recorder, resource *schema.Resource) ([]Change, err
 		}
 		for _, p := range Diff(before.Object, after.Object) {
 			by := s.plugin
+			if s.plugin == "MutatingAdmissionPolicy" {
+				by = c.mutatingPolicies.name(rec.mutatingPolicies)
+			}
 			if s.plugin == "MutatingAdmissionWebhook" {
 				if name := patches.owner(s.round, p); name != "" {
 					by = "webhook " + name

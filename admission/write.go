@@ -79,6 +79,12 @@ func (c *Chain) write(ctx context.Context, w writeRequest) (*unstructured.Unstru
 		return fail(err)
 	}
 	obj = attrs.GetObject()
+	for _, st := range w.rec.steps {
+		if st.plugin == "MutatingAdmissionPolicy" {
+			w.rec.mutatingPolicies = c.mutatingPolicies.candidates(attrs, c.objects)
+			break
+		}
+	}
 
 	if w.op == k8sadmission.Create {
 		accessor, err = meta.Accessor(obj)
