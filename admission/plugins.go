@@ -105,3 +105,5 @@ func (emptyConfig) ConfigFor(string) (io.Reader, error) { return nil, nil }
 // KubernetesVersion is the kube-apiserver release whose behaviour truce
 // reproduces.
 const KubernetesVersion = "1.37.2"
+
+const kubernetesMajor, kubernetesMinor = 1, 37

@@ -13,6 +13,7 @@ import (
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 	k8sadmission "k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/endpoints/deprecation"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/warning"
@@ -45,6 +46,7 @@ func (c *Chain) write(ctx context.Context, w writeRequest) (*unstructured.Unstru
 	if err != nil {
 		return fail(apierrors.NewInternalError(err))
 	}
+	addDeprecationWarning(ctx, w.resource)
 	obj, err := codec.decode(ctx, w.in, w.fieldValidation)
 	if err != nil {
 		return fail(err)
@@ -121,6 +123,22 @@ func (c *Chain) write(ctx context.Context, w writeRequest) (*unstructured.Unstru
 		stored.SetResourceVersion("")
 	}
 	return stored, nil
+}
+
+// addDeprecationWarning warns about deprecated API versions, as the
+// server's endpoint installer does on every request to one.
+func addDeprecationWarning(ctx context.Context, r *schema.Resource) {
+	if r.CRD != nil {
+		return
+	}
+	versioned, err := legacyscheme.Scheme.New(r.GVK())
+	if err != nil {
+		return
+	}
+	versioned.GetObjectKind().SetGroupVersionKind(r.GVK())
+	if deprecation.IsDeprecated(versioned, kubernetesMajor, kubernetesMinor) {
+		warning.AddWarning(ctx, "", deprecation.WarningMessage(versioned))
+	}
 }
 
 // codec decodes the body of a write into the form admission sees (the

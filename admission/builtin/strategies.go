@@ -13,9 +13,11 @@ import (
 	"k8s.io/kubernetes/pkg/registry/batch/job"
 	"k8s.io/kubernetes/pkg/registry/coordination/lease"
 	"k8s.io/kubernetes/pkg/registry/core/configmap"
+	"k8s.io/kubernetes/pkg/registry/core/endpoint"
 	"k8s.io/kubernetes/pkg/registry/core/event"
 	"k8s.io/kubernetes/pkg/registry/core/limitrange"
 	"k8s.io/kubernetes/pkg/registry/core/namespace"
+	"k8s.io/kubernetes/pkg/registry/core/node"
 	"k8s.io/kubernetes/pkg/registry/core/persistentvolume"
 	"k8s.io/kubernetes/pkg/registry/core/persistentvolumeclaim"
 	"k8s.io/kubernetes/pkg/registry/core/pod"
@@ -50,9 +52,11 @@ type Strategy interface {
 // results say so.
 var strategies = map[schema.GroupResource]Strategy{
 	{Group: "", Resource: "configmaps"}:                                   configmap.Strategy,
+	{Group: "", Resource: "endpoints"}:                                    endpoint.Strategy,
 	{Group: "", Resource: "events"}:                                       event.Strategy,
 	{Group: "", Resource: "limitranges"}:                                  limitrange.Strategy,
 	{Group: "", Resource: "namespaces"}:                                   namespace.Strategy,
+	{Group: "", Resource: "nodes"}:                                        node.Strategy,
 	{Group: "", Resource: "persistentvolumes"}:                            persistentvolume.Strategy,
 	{Group: "", Resource: "persistentvolumeclaims"}:                       persistentvolumeclaim.Strategy,
 	{Group: "", Resource: "pods"}:                                         pod.Strategy,
