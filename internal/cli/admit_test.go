@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func run(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Execute(context.Background(), args, strings.NewReader(""), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestAdmitExample(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantOut    []string
+		wantErrOut string
+	}{
+		{
+			name:     "text",
+			args:     []string{"admit", "-f", "../../examples/image-mirror/app", "-c", "../../examples/image-mirror/cluster"},
+			wantCode: 1,
+			wantOut: []string{
+				`batch.yaml:2  CREATE Deployment shop/batch: DENIED (422 Invalid): deployments.apps "batch" is forbidden: ValidatingAdmissionPolicy 'replica-limit.example.com' with binding 'replica-limit-binding.example.com' denied request: at most 5 replicas in a test environment`,
+				`web.yaml:2  CREATE Deployment shop/web: admitted`,
+				`/spec/template/spec/containers/0/image  changed by MutatingAdmissionPolicy/image-mirror.example.com (binding image-mirror-binding.example.com)`,
+			},
+		},
+		{
+			name:     "only the admitted write exits 0",
+			args:     []string{"admit", "-f", "../../examples/image-mirror/app/web.yaml", "-c", "../../examples/image-mirror/cluster", "-o", "yaml"},
+			wantCode: 0,
+			wantOut:  []string{"image: registry.internal/nginx:1.27", "name: web"},
+		},
+		{
+			name:       "bad manifest names file and line",
+			args:       []string{"admit", "-f", "testdata/broken.yaml"},
+			wantCode:   2,
+			wantErrOut: "testdata/broken.yaml:8: invalid YAML",
+		},
+		{
+			name:       "invalid policy in the cluster names file and line",
+			args:       []string{"admit", "-f", "../../examples/image-mirror/app/web.yaml", "-c", "testdata/bad-vap.yaml"},
+			wantCode:   2,
+			wantErrOut: `testdata/bad-vap.yaml:2: ValidatingAdmissionPolicy "bad" cannot exist in a cluster`,
+		},
+		{
+			name:       "unknown output format",
+			args:       []string{"admit", "-f", "../../examples/image-mirror/app", "-o", "xml"},
+			wantCode:   2,
+			wantErrOut: `unknown output format "xml"`,
+		},
+		{
+			name:       "bad webhook endpoint",
+			args:       []string{"admit", "-f", "../../examples/image-mirror/app", "--webhook-endpoint", "svc=https://x"},
+			wantCode:   2,
+			wantErrOut: `want NAMESPACE/SERVICE=URL`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := run(t, tt.args...)
+			if code != tt.wantCode {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.wantCode, out, errOut)
+			}
+			for _, w := range tt.wantOut {
+				if !strings.Contains(out, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, out)
+				}
+			}
+			if !strings.Contains(errOut, tt.wantErrOut) {
+				t.Errorf("stderr lacks %q:\n%s", tt.wantErrOut, errOut)
+			}
+		})
+	}
+}
+
+func TestAdmitJSONContract(t *testing.T) {
+	code, out, errOut := run(t, "admit", "-o", "json", "-f", "../../examples/image-mirror/app", "-c", "../../examples/image-mirror/cluster")
+	if code != 1 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var doc struct {
+		Results []struct {
+			Source    string            `json:"source"`
+			Operation string            `json:"operation"`
+			Name      string            `json:"name"`
+			Allowed   bool              `json:"allowed"`
+			Code      int               `json:"code"`
+			Reason    string            `json:"reason"`
+			Warnings  []string          `json:"warnings"`
+			Audit     map[string]string `json:"auditAnnotations"`
+			Object    map[string]any    `json:"object"`
+			Changes   []struct {
+				Path, By string
+				Round    int
+			} `json:"changes"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("decoding %s: %v", out, err)
+	}
+	if len(doc.Results) != 2 {
+		t.Fatalf("got %d results", len(doc.Results))
+	}
+	batch, web := doc.Results[0], doc.Results[1]
+	if batch.Name != "batch" || batch.Allowed || batch.Code != 422 || batch.Reason != "Invalid" || batch.Object != nil {
+		t.Errorf("batch: %+v", batch)
+	}
+	if web.Name != "web" || !web.Allowed || web.Operation != "CREATE" || web.Warnings == nil || web.Audit == nil {
+		t.Errorf("web: %+v", web)
+	}
+	if len(web.Changes) != 1 || web.Changes[0].Path != "/spec/template/spec/containers/0/image" {
+		t.Errorf("web changes: %+v", web.Changes)
+	}
+}
