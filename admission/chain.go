@@ -244,7 +244,7 @@ func (c *Chain) Admit(ctx context.Context, req Request) (*Result, error) {
 	if res.AuditAnnotations == nil {
 		res.AuditAnnotations = map[string]string{}
 	}
-	res.Unpredictable = rec.unpredictable
+	res.Unpredictable = webhookNames(c.state, rec.unpredictable)
 	if status != nil {
 		res.Allowed = false
 		res.Code = status.Code
