@@ -7,7 +7,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	k8sadmission "k8s.io/apiserver/pkg/admission"
-	auditinternal "k8s.io/apiserver/pkg/apis/audit"
 )
 
 // recorder collects, for one write, what each admission step did: the
@@ -121,28 +120,4 @@ type attributedMutatingValidator struct {
 
 func (a *attributedMutatingValidator) Validate(ctx context.Context, attrs k8sadmission.Attributes, o k8sadmission.ObjectInterfaces) error {
 	return a.v.Validate(ctx, attrs, o)
-}
-
-// recordingAttributes captures audit annotations as the audit handler of the
-// server would log them.
-type recordingAttributes struct {
-	k8sadmission.Attributes
-	rec *recorder
-}
-
-func (r recordingAttributes) AddAnnotation(key, value string) error {
-	return r.AddAnnotationWithLevel(key, value, auditinternal.LevelMetadata)
-}
-
-func (r recordingAttributes) AddAnnotationWithLevel(key, value string, level auditinternal.Level) error {
-	if err := r.Attributes.AddAnnotationWithLevel(key, value, level); err != nil {
-		return err
-	}
-	r.rec.mu.Lock()
-	defer r.rec.mu.Unlock()
-	if r.rec.annotations == nil {
-		r.rec.annotations = map[string]string{}
-	}
-	r.rec.annotations[key] = value
-	return nil
 }

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 	k8sadmission "k8s.io/apiserver/pkg/admission"
+	auditinternal "k8s.io/apiserver/pkg/apis/audit"
+	"k8s.io/apiserver/pkg/audit"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
@@ -51,10 +53,14 @@ type Options struct {
 // reinvocation, the resource's registry strategy (validation), and
 // validating admission. Build it once per configuration; Admit is cheap.
 type Chain struct {
-	opts      Options
-	registry  *schema.Registry
-	state     *State
-	plugins   k8sadmission.Interface
+	opts     Options
+	registry *schema.Registry
+	state    *State
+	plugins  k8sadmission.Interface
+	// admit is plugins wrapped by the audit handler, as the create and
+	// update handlers wrap them: annotations reach the request's audit
+	// context.
+	admit     k8sadmission.Interface
 	decorator *attributionDecorator
 	authz     authorizer.Authorizer
 	objects   *objectInterfaces
@@ -152,6 +158,7 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 		registry:  reg,
 		state:     state,
 		plugins:   plugins,
+		admit:     k8sadmission.WithAudit(plugins),
 		decorator: dec,
 		authz:     authz,
 		objects:   &objectInterfaces{registry: reg},
@@ -222,6 +229,11 @@ func (c *Chain) Admit(ctx context.Context, req Request) (*Result, error) {
 	warnings := &warningRecorder{}
 	userInfo := c.userInfo(req)
 	ctx = warning.WithWarningRecorder(ctx, warnings)
+	ctx = audit.WithAuditContext(ctx)
+	// Record every annotation, whatever the audit level it is logged at.
+	if err := audit.AuditContextFrom(ctx).Init(audit.RequestAuditConfig{Level: auditinternal.LevelRequestResponse}, nil); err != nil {
+		return nil, err
+	}
 	ctx = withRecorder(ctx, rec)
 	ctx = genericapirequest.WithNamespace(ctx, namespace)
 	ctx = genericapirequest.WithUser(ctx, userInfo)
@@ -240,6 +252,7 @@ func (c *Chain) Admit(ctx context.Context, req Request) (*Result, error) {
 		userInfo: userInfo, rec: rec, fieldValidation: c.opts.FieldValidation,
 	})
 	res.Warnings = append(res.Warnings, warnings.list()...)
+	rec.annotations = audit.AuditContextFrom(ctx).GetEventAnnotations()
 	res.AuditAnnotations = rec.annotations
 	if res.AuditAnnotations == nil {
 		res.AuditAnnotations = map[string]string{}
@@ -254,9 +267,10 @@ func (c *Chain) Admit(ctx context.Context, req Request) (*Result, error) {
 	}
 	res.Allowed = true
 	res.Object = stored.Object
-	res.Changes, err = c.changes(rec, resource)
-	if err != nil {
+	if changes, err := c.changes(rec, resource); err != nil {
 		return nil, err
+	} else if changes != nil {
+		res.Changes = changes
 	}
 	if !c.modelled(resource) {
 		res.Notes = append(res.Notes, fmt.Sprintf("%s: only metadata is validated; the server also validates the spec", resource.GVR.GroupResource()))

@@ -114,7 +114,7 @@ func (c customResourceCodec) decode(ctx context.Context, in *unstructured.Unstru
 			for i, f := range unknown {
 				errs[i] = fmt.Errorf("unknown field %q", f)
 			}
-			return nil, apierrors.NewBadRequest(runtime.NewStrictDecodingError(errs).Error())
+			return nil, decodeError(in.GroupVersionKind(), runtime.NewStrictDecodingError(errs))
 		case metav1.FieldValidationWarn:
 			for _, f := range unknown {
 				warning.AddWarning(ctx, "", fmt.Sprintf("unknown field %q", f))

@@ -84,7 +84,10 @@ func (convertor) Convert(in, out, context any) error {
 }
 
 func (convertor) ConvertToVersion(in runtime.Object, gv runtime.GroupVersioner) (runtime.Object, error) {
-	if u, ok := in.(*unstructured.Unstructured); ok {
+	// Unstructured built-ins (what a MutatingAdmissionPolicy patch returns)
+	// are converted to their typed form by the scheme, which also defaults
+	// them, exactly as the server's convertor does.
+	if u, ok := in.(*unstructured.Unstructured); ok && !legacyscheme.Scheme.Recognizes(u.GroupVersionKind()) {
 		gvk, ok := gv.KindForGroupVersionKinds([]k8sschema.GroupVersionKind{u.GroupVersionKind()})
 		if !ok {
 			return nil, fmt.Errorf("%v is unstructured and cannot be converted to %v", u.GroupVersionKind(), gv)

@@ -14,7 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"sort"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -40,7 +40,7 @@ type testCA struct {
 	cert  tls.Certificate
 }
 
-func newTestCA(t testing.TB, dnsNames []string, ips []net.IP) testCA {
+func newTestCA(t testing.TB, caName string, dnsNames []string, ips []net.IP) testCA {
 	t.Helper()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -49,7 +49,7 @@ func newTestCA(t testing.TB, dnsNames []string, ips []net.IP) testCA {
 	now := time.Now()
 	caTemplate := &x509.Certificate{
 		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "truce-test-ca"},
+		Subject:               pkix.Name{CommonName: caName},
 		NotBefore:             now.Add(-time.Hour),
 		NotAfter:              now.Add(24 * time.Hour),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
@@ -202,7 +202,7 @@ func patchAnnotation(webhook, patch string) string {
 // ---------------------------------------------------------------------------
 
 func TestWebhooks(t *testing.T) {
-	ca := newTestCA(t, []string{webhookService + "." + webhookNamespace + ".svc"}, []net.IP{net.ParseIP("127.0.0.1")})
+	ca := newTestCA(t, "truce-test-ca", []string{webhookService + "." + webhookNamespace + ".svc"}, []net.IP{net.ParseIP("127.0.0.1")})
 	addLabel := func(key, value string) reviewFunc {
 		return func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 			return jsonPatchResponse(map[string]any{"op": "add", "path": "/metadata/labels/" + key, "value": value})
@@ -238,6 +238,7 @@ func TestWebhooks(t *testing.T) {
 			return &admissionv1.AdmissionResponse{Allowed: true, Warnings: []string{"be careful"}, AuditAnnotations: map[string]string{"checked": "yes"}}
 		},
 	})
+	otherCA := newTestCA(t, "another-ca", []string{webhookService + "." + webhookNamespace + ".svc"}, nil)
 	svc := func(path string) string { return "service:" + webhookService + ":" + path }
 	urlTarget := "url:" + ws.URL + "/add-url-label"
 
@@ -245,33 +246,9 @@ func TestWebhooks(t *testing.T) {
 		namespace(webhookNamespace),
 		namespace("wh-mutate"), namespace("wh-deny"), namespace("wh-offline-ignore"), namespace("wh-offline-fail"),
 		namespace("wh-url"), namespace("wh-reinvoke"), namespace("wh-record"), namespace("wh-sideeffects"),
-		namespace("wh-validate"), namespace("wh-validate-warn"),
+		namespace("wh-validate"), namespace("wh-validate-warn"), namespace("wh-badca"),
 		withRV(cmWith("existing", "wh-record", map[string]string{"k": "old"}, map[string]string{"app": "x"}), "100"),
 		`
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata:
-  name: configmap-writer
-  namespace: wh-record
-rules:
-- apiGroups: [""]
-  resources: ["configmaps"]
-  verbs: ["create", "update"]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata:
-  name: alice-writes-configmaps
-  namespace: wh-record
-subjects:
-- apiGroup: rbac.authorization.k8s.io
-  kind: User
-  name: alice
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: Role
-  name: configmap-writer
 ---
 apiVersion: admissionregistration.k8s.io/v1
 kind: MutatingWebhookConfiguration
@@ -280,13 +257,14 @@ metadata:
 webhooks:` +
 			webhook("label.example.com", svc("/add-label"), "wh-mutate", "", ca.caPEM) + // index 0
 			webhook("deny.example.com", svc("/deny"), "wh-deny", "", ca.caPEM) + // 1
-			webhook("offline-ignore.example.com", "service:offline:/x", "wh-offline-ignore", "failurePolicy: Ignore", ca.caPEM) + // 2
-			webhook("offline-fail.example.com", "service:offline:/x", "wh-offline-fail", "failurePolicy: Fail", ca.caPEM) + // 3
+			webhook("offline-ignore.example.com", "service:offline-ignore:/x", "wh-offline-ignore", "failurePolicy: Ignore", ca.caPEM) + // 2
+			webhook("offline-fail.example.com", "service:offline-fail:/x", "wh-offline-fail", "failurePolicy: Fail", ca.caPEM) + // 3
 			webhook("url.example.com", urlTarget, "wh-url", "failurePolicy: Ignore", ca.caPEM) + // 4
 			webhook("reinvoke-first.example.com", svc("/reinvoke-first"), "wh-reinvoke", "reinvocationPolicy: IfNeeded", ca.caPEM) + // 5
 			webhook("reinvoke-second.example.com", svc("/reinvoke-second"), "wh-reinvoke", "", ca.caPEM) + // 6
 			webhook("record.example.com", svc("/record"), "wh-record", "", ca.caPEM) + // 7
-			strings.Replace(webhook("sideeffects.example.com", svc("/sideeffects"), "wh-sideeffects", "", ca.caPEM), "sideEffects: None", "sideEffects: Some", 1) + // 8
+			strings.Replace(webhook("sideeffects.example.com", svc("/sideeffects"), "wh-sideeffects", "", ca.caPEM), "sideEffects: None", "sideEffects: NoneOnDryRun", 1) + // 8
+			webhook("badca.example.com", svc("/add-label"), "wh-badca", "", otherCA.caPEM) + // 9
 			`
 ---
 apiVersion: admissionregistration.k8s.io/v1
@@ -306,10 +284,11 @@ webhooks:` +
 	urlHost := strings.TrimPrefix(ws.URL, "https://")
 
 	type whEntry struct {
-		name  string
-		chain *admission.Chain
-		write string
-		user  string
+		name   string
+		chain  *admission.Chain
+		write  string
+		user   string
+		groups []string
 		// calls is how many times each path must be called by this write.
 		calls map[string]int
 		want  want
@@ -355,7 +334,7 @@ webhooks:` +
 				"mutation.webhook.admission.k8s.io/round_0_index_2":             mutationAnnotation("offline-ignore.example.com", false),
 				"failed-open.mutation.webhook.admission.k8s.io/round_0_index_2": "offline-ignore.example.com",
 			},
-			unpredictable: []string{webhookNamespace + "/offline"},
+			unpredictable: []string{"mutating webhook offline-ignore.example.com (wh-system/offline-ignore)"},
 		},
 	}, {
 		name:  "service without endpoint, failurePolicy Fail",
@@ -364,11 +343,11 @@ webhooks:` +
 		want: want{
 			code:          500,
 			reason:        "InternalError",
-			messagePrefix: `Internal error occurred: failed calling webhook "offline-fail.example.com": failed to call webhook: Post "https://offline.wh-system.svc:443/x?timeout=10s": `,
+			messagePrefix: `Internal error occurred: failed calling webhook "offline-fail.example.com": failed to call webhook: Post "https://offline-fail.wh-system.svc:443/x?timeout=10s": `,
 			audit: map[string]string{
 				"mutation.webhook.admission.k8s.io/round_0_index_3": mutationAnnotation("offline-fail.example.com", false),
 			},
-			unpredictable: []string{webhookNamespace + "/offline"},
+			unpredictable: []string{"mutating webhook offline-fail.example.com (wh-system/offline-fail)"},
 		},
 	}, {
 		name:  "URL webhook is not called without CallURLWebhooks",
@@ -381,7 +360,7 @@ webhooks:` +
 				"mutation.webhook.admission.k8s.io/round_0_index_4":             mutationAnnotation("url.example.com", false),
 				"failed-open.mutation.webhook.admission.k8s.io/round_0_index_4": "url.example.com",
 			},
-			unpredictable: []string{urlHost},
+			unpredictable: []string{"mutating webhook url.example.com (" + urlHost + ")"},
 		},
 	}, {
 		name:  "URL webhook is called with CallURLWebhooks",
@@ -460,7 +439,9 @@ webhooks:` +
 		chain: offline,
 		write: withRV(cmWith("existing", "wh-record", map[string]string{"k": "new"}, app), "100"),
 		user:  "alice",
-		calls: map[string]int{"/record": 1},
+		// alice is in system:masters: no RBAC needed.
+		groups: []string{"system:masters"},
+		calls:  map[string]int{"/record": 1},
 		want: want{
 			op:      admission.Update,
 			allowed: true,
@@ -476,21 +457,36 @@ webhooks:` +
 			}
 			checkReview(t, rv[0], reviewWant{
 				operation: "UPDATE", name: "existing", namespace: "wh-record",
-				user: "alice", groups: []string{"system:authenticated"},
+				user: "alice", groups: []string{"system:masters", "system:authenticated"},
 				options: `{"kind":"UpdateOptions","apiVersion":"meta.k8s.io/v1","dryRun":["All"]}`,
 				data:    map[string]string{"k": "new"}, oldData: map[string]string{"k": "old"},
 			})
 		},
 	}, {
-		name:  "sideEffects Some is not called on a dry run",
+		// admissionregistration/v1 allows only None and NoneOnDryRun; both
+		// are called on a dry run.
+		name:  "sideEffects NoneOnDryRun is called on a dry run",
 		chain: offline,
 		write: cmWith("c", "wh-sideeffects", nil, app),
+		calls: map[string]int{"/sideeffects": 1},
 		want: want{
-			code:    400,
-			reason:  "BadRequest",
-			message: `admission webhook "sideeffects.example.com" does not support dry run`,
+			allowed: true,
 			audit: map[string]string{
 				"mutation.webhook.admission.k8s.io/round_0_index_8": mutationAnnotation("sideeffects.example.com", false),
+			},
+		},
+	}, {
+		// The serving certificate is checked against the caBundle, for
+		// the service's DNS name.
+		name:  "caBundle of another CA",
+		chain: offline,
+		write: cmWith("c", "wh-badca", nil, app),
+		want: want{
+			code:    500,
+			reason:  "InternalError",
+			message: `Internal error occurred: failed calling webhook "badca.example.com": failed to call webhook: Post "https://webhook.wh-system.svc:443/add-label?timeout=10s": tls: failed to verify certificate: x509: certificate signed by unknown authority`,
+			audit: map[string]string{
+				"mutation.webhook.admission.k8s.io/round_0_index_9": mutationAnnotation("badca.example.com", false),
 			},
 		},
 	}, {
@@ -518,10 +514,7 @@ webhooks:` +
 			for _, p := range paths {
 				before[p] = len(ws.calls(p))
 			}
-			if onCase != nil { // PROBE-ONLY
-				onCase(t, nil, e.write, e.user)
-			}
-			res := admit(t, e.chain, admission.Request{Object: object(t, e.write), User: e.user})
+			res := admit(t, e.chain, admission.Request{Object: object(t, e.write), User: e.user, Groups: e.groups})
 			check(t, res, e.want)
 			got := map[string][]admissionv1.AdmissionReview{}
 			for _, p := range paths {
@@ -570,8 +563,15 @@ func checkReview(t *testing.T, review admissionv1.AdmissionReview, w reviewWant)
 	if r.UserInfo.Username != w.user || !equalStrings(r.UserInfo.Groups, w.groups) {
 		t.Errorf("userInfo = %q %q, want %q %q", r.UserInfo.Username, r.UserInfo.Groups, w.user, w.groups)
 	}
-	if got := compactJSON(t, r.Options.Raw); got != w.options {
-		t.Errorf("options = %s, want %s", got, w.options)
+	var gotOptions, wantOptions any
+	if err := json.Unmarshal(r.Options.Raw, &gotOptions); err != nil {
+		t.Errorf("options: %v (%s)", err, r.Options.Raw)
+	}
+	if err := json.Unmarshal([]byte(w.options), &wantOptions); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(gotOptions, wantOptions) {
+		t.Errorf("options = %s, want %s", r.Options.Raw, w.options)
 	}
 	var obj, old struct {
 		Data map[string]string `json:"data"`
@@ -606,47 +606,4 @@ func equalMaps(a, b map[string]string) bool {
 		}
 	}
 	return true
-}
-
-func compactJSON(t *testing.T, raw []byte) string {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return string(raw)
-	}
-	// Re-encode with the field order of the server's encoder for
-	// CreateOptions/UpdateOptions: kind, apiVersion, then the rest.
-	m, ok := v.(map[string]any)
-	if !ok {
-		return mustJSON(v)
-	}
-	var b strings.Builder
-	b.WriteString("{")
-	first := true
-	write := func(k string, val any) {
-		if !first {
-			b.WriteString(",")
-		}
-		first = false
-		b.WriteString(mustJSON(k) + ":" + mustJSON(val))
-	}
-	for _, k := range []string{"kind", "apiVersion"} {
-		if val, ok := m[k]; ok {
-			write(k, val)
-			delete(m, k)
-		}
-	}
-	for _, k := range sortedAnyKeys(m) {
-		write(k, m[k])
-	}
-	b.WriteString("}")
-	return b.String()
-}
-
-func sortedAnyKeys(m map[string]any) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	k8sadmission "k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/endpoints/deprecation"
@@ -46,13 +48,20 @@ func (c *Chain) write(ctx context.Context, w writeRequest) (*unstructured.Unstru
 	if err != nil {
 		return fail(apierrors.NewInternalError(err))
 	}
+	// The authorization filter runs before the handler decodes the body.
+	authzNamespace := w.namespace
+	if w.resource.GVR.GroupResource() == (k8sschema.GroupResource{Resource: "namespaces"}) {
+		// A namespace is authorized at the cluster scope; only admission
+		// sees its own name as the request namespace.
+		authzNamespace = ""
+	}
+	if s := c.authorize(ctx, w.resource, w.op, authzNamespace, w.in.GetName(), w.userInfo); s != nil {
+		return nil, s
+	}
 	addDeprecationWarning(ctx, w.resource)
 	obj, err := codec.decode(ctx, w.in, w.fieldValidation)
 	if err != nil {
 		return fail(err)
-	}
-	if s := c.authorize(ctx, w.resource, w.op, w.namespace, w.in.GetName(), w.userInfo); s != nil {
-		return nil, s
 	}
 	accessor, err := meta.Accessor(obj)
 	if err != nil {
@@ -68,6 +77,9 @@ func (c *Chain) write(ctx context.Context, w writeRequest) (*unstructured.Unstru
 		if err != nil {
 			return fail(fmt.Errorf("decoding the existing object: %w", err))
 		}
+		if err := checkResourceVersion(ctx, strategy, w.resource, accessor, old); err != nil {
+			return fail(err)
+		}
 		options = &metav1.UpdateOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "UpdateOptions"}, DryRun: []string{metav1.DryRunAll}}
 	}
 	if err := rest.EnsureObjectNamespaceMatchesRequestNamespace(rest.ExpectedNamespaceForResource(w.namespace, w.resource.GVR), accessor); err != nil {
@@ -76,8 +88,8 @@ func (c *Chain) write(ctx context.Context, w writeRequest) (*unstructured.Unstru
 
 	base := k8sadmission.NewAttributesRecord(obj, old, w.resource.GVK(), w.namespace, w.in.GetName(),
 		w.resource.GVR, "", w.op, options, true, w.userInfo)
-	attrs := recordingAttributes{Attributes: base, rec: w.rec}
-	if err := c.plugins.(k8sadmission.MutationInterface).Admit(ctx, attrs, c.objects); err != nil {
+	attrs := base
+	if err := c.admit.(k8sadmission.MutationInterface).Admit(ctx, attrs, c.objects); err != nil {
 		return fail(err)
 	}
 	obj = attrs.GetObject()
@@ -106,12 +118,9 @@ func (c *Chain) write(ctx context.Context, w writeRequest) (*unstructured.Unstru
 		}
 	}
 
-	final := recordingAttributes{
-		Attributes: k8sadmission.NewAttributesRecord(obj.DeepCopyObject(), old, w.resource.GVK(), w.namespace, accessor.GetName(),
-			w.resource.GVR, "", w.op, options, true, w.userInfo),
-		rec: w.rec,
-	}
-	if err := c.plugins.(k8sadmission.ValidationInterface).Validate(ctx, final, c.objects); err != nil {
+	final := k8sadmission.NewAttributesRecord(obj.DeepCopyObject(), old, w.resource.GVK(), w.namespace, accessor.GetName(),
+		w.resource.GVR, "", w.op, options, true, w.userInfo)
+	if err := c.admit.(k8sadmission.ValidationInterface).Validate(ctx, final, c.objects); err != nil {
 		return fail(err)
 	}
 	stored, err := codec.encode(obj, w.resource.GVK())
@@ -124,6 +133,39 @@ func (c *Chain) write(ctx context.Context, w writeRequest) (*unstructured.Unstru
 	}
 	return stored, nil
 }
+
+// checkResourceVersion applies the store's optimistic concurrency to an
+// update: no resourceVersion means "whatever is stored" for resources that
+// allow unconditional updates; a different one is a conflict.
+func checkResourceVersion(ctx context.Context, strategy builtin.Strategy, r *schema.Resource, obj metav1.Object, old runtime.Object) error {
+	oldMeta, err := meta.Accessor(old)
+	if err != nil {
+		return err
+	}
+	stored := oldMeta.GetResourceVersion()
+	if stored == "" {
+		// Objects written by hand into the cluster state carry none; give
+		// them the one a store would have.
+		stored = "1"
+		oldMeta.SetResourceVersion(stored)
+	}
+	switch obj.GetResourceVersion() {
+	case "":
+		if !strategy.AllowUnconditionalUpdate(ctx) {
+			return apierrors.NewInvalid(r.GVK().GroupKind(), obj.GetName(), field.ErrorList{
+				field.Required(field.NewPath("metadata", "resourceVersion"), "must be specified for an update")})
+		}
+		obj.SetResourceVersion(stored)
+	case stored:
+	default:
+		return apierrors.NewConflict(r.GVR.GroupResource(), obj.GetName(), errors.New(optimisticLockErrorMsg))
+	}
+	return nil
+}
+
+// optimisticLockErrorMsg is the storage layer's message for a stale
+// resourceVersion (k8s.io/apiserver/pkg/registry/generic/registry).
+const optimisticLockErrorMsg = "the object has been modified; please apply your changes to the latest version and try again"
 
 // addDeprecationWarning warns about deprecated API versions, as the
 // server's endpoint installer does on every request to one.
@@ -208,18 +250,20 @@ func (builtinCodec) decode(ctx context.Context, in *unstructured.Unstructured, f
 	obj, _, err := decoder.Decode(body, &gvk, nil)
 	if err != nil {
 		strict, isStrict := runtime.AsStrictDecodingError(err)
-		switch {
-		case isStrict && obj != nil && fieldValidation == metav1.FieldValidationWarn:
+		if isStrict && obj != nil && fieldValidation == metav1.FieldValidationWarn {
 			for _, e := range strict.Errors() {
 				warning.AddWarning(ctx, "", e.Error())
 			}
-		case isStrict:
-			return nil, apierrors.NewBadRequest(err.Error())
-		default:
-			return nil, apierrors.NewBadRequest(err.Error())
+		} else {
+			return nil, decodeError(gvk, err)
 		}
 	}
 	return obj, nil
+}
+
+// decodeError words a decoding failure like the handlers' transformDecodeError.
+func decodeError(gvk k8sschema.GroupVersionKind, err error) error {
+	return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, gvk.Kind, err))
 }
 
 func (builtinCodec) encode(obj runtime.Object, gvk k8sschema.GroupVersionKind) (*unstructured.Unstructured, error) {
