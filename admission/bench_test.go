@@ -49,6 +49,7 @@ apiVersion: admissionregistration.k8s.io/v1
 kind: MutatingAdmissionPolicy
 metadata: {name: label-%d}
 spec:
+  reinvocationPolicy: Never
   matchConstraints:
     resourceRules:
     - {apiGroups: [apps], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [deployments]}
