@@ -23,6 +23,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/union"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/warning"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/informers"
@@ -46,6 +47,9 @@ type Options struct {
 	// FieldValidation is Strict (kubectl's default), Warn (the server's
 	// default for clients that do not say) or Ignore.
 	FieldValidation string
+	// ServiceClusterIPRange mirrors --service-cluster-ip-range; a dry run
+	// answers with its network address as a Service's ClusterIP.
+	ServiceClusterIPRange string
 }
 
 // Chain is kube-apiserver's write path for one cluster configuration:
@@ -70,6 +74,8 @@ type Chain struct {
 	customResources  map[k8sschema.GroupVersionResource]*customResource
 	configStrategies map[k8sschema.GroupResource]builtin.Strategy
 	mutatingPolicies *mutatingPolicies
+	// services is the upstream Service registry, for its allocation hooks.
+	services *genericregistry.Store
 }
 
 // NewChain compiles the admission configuration in state. The chain keeps
@@ -77,6 +83,13 @@ type Chain struct {
 func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 	if opts.FieldValidation == "" {
 		opts.FieldValidation = metav1.FieldValidationStrict
+	}
+	if opts.ServiceClusterIPRange == "" {
+		opts.ServiceClusterIPRange = builtin.DefaultServiceClusterIPRange
+	}
+	services, err := builtin.NewServiceStore(opts.ServiceClusterIPRange)
+	if err != nil {
+		return nil, err
 	}
 	names, err := enabledPlugins(opts.EnablePlugins, opts.DisablePlugins)
 	if err != nil {
@@ -166,6 +179,7 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 
 		customResources:  map[k8sschema.GroupVersionResource]*customResource{},
 		configStrategies: configStrategies(reg, authz, state),
+		services:         services,
 	}
 	if c.mutatingPolicies, err = newMutatingPolicies(state, factory.Core().V1().Namespaces().Lister(), client); err != nil {
 		c.Close()

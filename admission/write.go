@@ -109,10 +109,20 @@ func (c *Chain) write(ctx context.Context, w writeRequest) (*unstructured.Unstru
 		if accessor.GetGenerateName() != "" && accessor.GetName() == "" {
 			accessor.SetName(strategy.GenerateName(accessor.GetGenerateName()))
 		}
+		if c.isServices(w.resource) {
+			if _, err := c.services.BeginCreate(ctx, obj, options.(*metav1.CreateOptions)); err != nil {
+				return fail(err)
+			}
+		}
 		if err := rest.BeforeCreate(strategy, ctx, obj); err != nil {
 			return fail(err)
 		}
 	} else {
+		if c.isServices(w.resource) {
+			if _, err := c.services.BeginUpdate(ctx, obj, old, options.(*metav1.UpdateOptions)); err != nil {
+				return fail(err)
+			}
+		}
 		if err := rest.BeforeUpdate(strategy, ctx, obj, old); err != nil {
 			return fail(err)
 		}
@@ -123,6 +133,10 @@ func (c *Chain) write(ctx context.Context, w writeRequest) (*unstructured.Unstru
 	if err := c.admit.(k8sadmission.ValidationInterface).Validate(ctx, final, c.objects); err != nil {
 		return fail(err)
 	}
+	if c.isServices(w.resource) && c.services.Decorator != nil {
+		// The store decorates what it returns (defaulting on read).
+		c.services.Decorator(obj)
+	}
 	stored, err := codec.encode(obj, w.resource.GVK())
 	if err != nil {
 		return fail(err)
@@ -132,6 +146,10 @@ func (c *Chain) write(ctx context.Context, w writeRequest) (*unstructured.Unstru
 		stored.SetResourceVersion("")
 	}
 	return stored, nil
+}
+
+func (c *Chain) isServices(r *schema.Resource) bool {
+	return r.CRD == nil && r.GVR.GroupResource() == k8sschema.GroupResource{Resource: "services"}
 }
 
 // checkResourceVersion applies the store's optimistic concurrency to an
@@ -195,6 +213,9 @@ type codec interface {
 // handler's codec and strategy for custom resources.
 func (c *Chain) handlerFor(r *schema.Resource) (codec, builtin.Strategy, error) {
 	if r.CRD == nil {
+		if c.isServices(r) {
+			return builtinCodec{}, c.services.CreateStrategy.(builtin.Strategy), nil
+		}
 		if s, ok := c.configStrategies[r.GVR.GroupResource()]; ok {
 			return builtinCodec{}, s, nil
 		}
@@ -219,7 +240,7 @@ func (c *Chain) handlerFor(r *schema.Resource) (codec, builtin.Strategy, error) 
 // modelled reports whether the resource is validated exactly like the server
 // validates it.
 func (c *Chain) modelled(r *schema.Resource) bool {
-	if r.CRD != nil {
+	if r.CRD != nil || c.isServices(r) {
 		return true
 	}
 	if _, ok := c.configStrategies[r.GVR.GroupResource()]; ok {

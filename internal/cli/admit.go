@@ -24,6 +24,7 @@ type admitOptions struct {
 	enablePlugins   []string
 	disablePlugins  []string
 	fieldValidation string
+	serviceRange    string
 	kubeconfig      string
 	kubeContext     string
 	dryRun          string
@@ -68,6 +69,7 @@ Exit status: 0 when every write is admitted, 1 when any is denied, 2 on error.`,
 	f.StringSliceVar(&o.enablePlugins, "enable-admission-plugins", nil, "admission plugins to enable in addition to kube-apiserver's defaults")
 	f.StringSliceVar(&o.disablePlugins, "disable-admission-plugins", nil, "admission plugins to disable, as the cluster's kube-apiserver does")
 	f.StringVar(&o.fieldValidation, "field-validation", metav1.FieldValidationStrict, "unknown and duplicate fields: Strict (kubectl's default), Warn or Ignore")
+	f.StringVar(&o.serviceRange, "service-cluster-ip-range", "10.0.0.0/24", "the cluster's --service-cluster-ip-range; a dry run answers with its network address as a Service's ClusterIP")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "with --dry-run=server: the cluster to ask")
 	f.StringVar(&o.kubeContext, "context", "", "with --dry-run=server: the kubeconfig context")
 	f.StringVar(&o.dryRun, "dry-run", "", "server: send the writes to the cluster of --kubeconfig as server-side dry runs instead of admitting them offline")
@@ -149,6 +151,8 @@ func admitOffline(ctx context.Context, o *admitOptions, writes []manifest.Object
 		WebhookEndpoints: endpoints,
 		CallURLWebhooks:  o.callWebhooks,
 		FieldValidation:  o.fieldValidation,
+
+		ServiceClusterIPRange: o.serviceRange,
 	}
 	chain, err := admission.NewChain(ctx, state, opts)
 	if err != nil {
