@@ -109,6 +109,22 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 		}
 	}
 
+	c := &Chain{
+		opts:     opts,
+		registry: reg,
+		state:    state,
+		objects:  &objectInterfaces{registry: reg},
+		services: services,
+
+		customResources: map[k8sschema.GroupVersionResource]*customResource{},
+		// The cluster state was written by an admin.
+		configStrategies: configStrategies(reg, authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup), state),
+	}
+	// The plugins must see the state as the server stores it.
+	if err := c.storeState(ctx); err != nil {
+		return nil, err
+	}
+
 	typed, all, err := clientObjects(state, reg)
 	if err != nil {
 		return nil, err
@@ -166,26 +182,13 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 		cancel()
 		return nil, errors.New("admission plugins did not become ready (policies or webhook configurations failed to load)")
 	}
-	c := &Chain{
-		opts:      opts,
-		registry:  reg,
-		state:     state,
-		plugins:   plugins,
-		admit:     k8sadmission.WithAudit(plugins),
-		decorator: dec,
-		authz:     authz,
-		objects:   &objectInterfaces{registry: reg},
-		cancel:    cancel,
-
-		customResources:  map[k8sschema.GroupVersionResource]*customResource{},
-		configStrategies: configStrategies(reg, authz, state),
-		services:         services,
-	}
+	c.plugins = plugins
+	c.admit = k8sadmission.WithAudit(plugins)
+	c.decorator = dec
+	c.authz = authz
+	c.cancel = cancel
+	c.configStrategies = configStrategies(reg, authz, state)
 	if c.mutatingPolicies, err = newMutatingPolicies(state, factory.Core().V1().Namespaces().Lister(), client); err != nil {
-		c.Close()
-		return nil, err
-	}
-	if err := c.validateState(ctx); err != nil {
 		c.Close()
 		return nil, err
 	}

@@ -102,15 +102,15 @@ func (e *InvalidObjectError) Error() string {
 
 func (e *InvalidObjectError) Unwrap() error { return e.Err }
 
-// validateState checks every object of the state the way the server checks
-// it when the object is created: decoding, then the resource's strategy.
-// Objects of kinds without a modelled strategy are accepted as they are.
-func (c *Chain) validateState(ctx context.Context) error {
+// storeState puts every object of the state into the form the server
+// would have stored when it was created: decoded with defaults, prepared by
+// its registry strategy (a Namespace gets its "kubernetes" finalizer, a Pod
+// its phase and QoS class) and validated. An object the server would have
+// refused cannot be part of a cluster: that is an InvalidObjectError.
+// Objects of kinds without a modelled strategy are kept as they are.
+func (c *Chain) storeState(ctx context.Context) error {
 	for _, o := range c.state.Objects() {
-		if c.state.system[keyOf(o)] {
-			continue
-		}
-		o = o.DeepCopy()
+		system := c.state.system[keyOf(o)]
 		resource, err := c.registry.ForKind(o.GroupVersionKind())
 		if err != nil {
 			return &InvalidObjectError{Object: o, Err: err}
@@ -118,35 +118,73 @@ func (c *Chain) validateState(ctx context.Context) error {
 		if !c.modelled(resource) {
 			continue
 		}
-		codec, strategy, err := c.handlerFor(resource)
+		stored, err := c.created(ctx, resource, o)
 		if err != nil {
+			if system {
+				continue
+			}
 			return &InvalidObjectError{Object: o, Err: err}
 		}
-		obj, err := codec.decode(ctx, o, metav1.FieldValidationIgnore)
-		if err != nil {
-			return &InvalidObjectError{Object: o, Err: err}
-		}
-		ns := o.GetNamespace()
-		if !resource.Namespaced {
-			ns = ""
-		} else if ns == "" {
-			ns = metav1.NamespaceDefault
-		}
-		accessor, err := meta.Accessor(obj)
-		if err != nil {
-			return &InvalidObjectError{Object: o, Err: err}
-		}
-		accessor.SetNamespace(ns)
-		rest.FillObjectMetaSystemFields(accessor)
-		vctx := genericapirequest.WithNamespace(ctx, ns)
-		vctx = genericapirequest.WithRequestInfo(vctx, &genericapirequest.RequestInfo{
-			IsResourceRequest: true, Verb: "create", APIGroup: resource.GVR.Group, APIVersion: resource.GVR.Version,
-			Resource: resource.GVR.Resource, Namespace: ns, Name: o.GetName(),
-		})
-		vctx = genericapirequest.WithUser(vctx, c.userInfo(Request{}))
-		if err := rest.BeforeCreate(strategy, vctx, obj); err != nil {
-			return &InvalidObjectError{Object: o, Err: err}
-		}
+		keepObserved(stored, o)
+		c.state.replace(o, stored)
 	}
 	return nil
+}
+
+// keepObserved keeps what a snapshot of a live object says that a create
+// cannot know: its identity, versions, age and the status controllers wrote.
+func keepObserved(stored, snapshot *unstructured.Unstructured) {
+	stored.SetResourceVersion(snapshot.GetResourceVersion())
+	if uid := snapshot.GetUID(); uid != "" {
+		stored.SetUID(uid)
+	}
+	if ts := snapshot.GetCreationTimestamp(); !ts.IsZero() {
+		stored.SetCreationTimestamp(ts)
+	}
+	if g := snapshot.GetGeneration(); g != 0 {
+		stored.SetGeneration(g)
+	}
+	if status, ok := snapshot.Object["status"]; ok {
+		stored.Object["status"] = runtime.DeepCopyJSONValue(status)
+	}
+}
+
+// created runs the registry part of a create (no admission) on o.
+func (c *Chain) created(ctx context.Context, resource *schema.Resource, o *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	codec, strategy, err := c.handlerFor(resource)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := codec.decode(ctx, o, metav1.FieldValidationIgnore)
+	if err != nil {
+		return nil, err
+	}
+	ns := o.GetNamespace()
+	if !resource.Namespaced {
+		ns = ""
+	} else if ns == "" {
+		ns = metav1.NamespaceDefault
+	}
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	accessor.SetNamespace(ns)
+	rest.FillObjectMetaSystemFields(accessor)
+	vctx := genericapirequest.WithNamespace(ctx, ns)
+	vctx = genericapirequest.WithRequestInfo(vctx, &genericapirequest.RequestInfo{
+		IsResourceRequest: true, Verb: "create", APIGroup: resource.GVR.Group, APIVersion: resource.GVR.Version,
+		Resource: resource.GVR.Resource, Namespace: ns, Name: o.GetName(),
+	})
+	vctx = genericapirequest.WithUser(vctx, c.userInfo(Request{}))
+	if c.isServices(resource) {
+		opts := &metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+		if _, err := c.services.BeginCreate(vctx, obj, opts); err != nil {
+			return nil, err
+		}
+	}
+	if err := rest.BeforeCreate(strategy, vctx, obj); err != nil {
+		return nil, err
+	}
+	return codec.encode(obj, resource.GVK())
 }

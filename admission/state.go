@@ -112,6 +112,14 @@ func storedForm(o *unstructured.Unstructured) (*unstructured.Unstructured, error
 	return out, nil
 }
 
+// replace swaps an object for its stored form, keeping its place.
+func (s *State) replace(old, stored *unstructured.Unstructured) {
+	k := keyOf(old)
+	if _, ok := s.objects[k]; ok && keyOf(stored) == k {
+		s.objects[k] = stored
+	}
+}
+
 // Get returns the existing object with the identity of o, if any.
 func (s *State) Get(gk k8sschema.GroupKind, namespace, name string) (*unstructured.Unstructured, bool) {
 	o, ok := s.objects[objectKey{Group: gk.Group, Kind: gk.Kind, Namespace: namespace, Name: name}]

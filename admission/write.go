@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	k8sadmission "k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/endpoints/deprecation"
@@ -77,9 +76,6 @@ func (c *Chain) write(ctx context.Context, w writeRequest) (*unstructured.Unstru
 		if err != nil {
 			return fail(fmt.Errorf("decoding the existing object: %w", err))
 		}
-		if err := checkResourceVersion(ctx, strategy, w.resource, accessor, old); err != nil {
-			return fail(err)
-		}
 		options = &metav1.UpdateOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "UpdateOptions"}, DryRun: []string{metav1.DryRunAll}}
 	}
 	if err := rest.EnsureObjectNamespaceMatchesRequestNamespace(rest.ExpectedNamespaceForResource(w.namespace, w.resource.GVR), accessor); err != nil {
@@ -118,6 +114,14 @@ func (c *Chain) write(ctx context.Context, w writeRequest) (*unstructured.Unstru
 			return fail(err)
 		}
 	} else {
+		// The store checks the resourceVersion after mutating admission.
+		accessor, err = meta.Accessor(obj)
+		if err != nil {
+			return fail(err)
+		}
+		if err := checkResourceVersion(w.resource, accessor, old); err != nil {
+			return fail(err)
+		}
 		if c.isServices(w.resource) {
 			if _, err := c.services.BeginUpdate(ctx, obj, old, options.(*metav1.UpdateOptions)); err != nil {
 				return fail(err)
@@ -153,29 +157,27 @@ func (c *Chain) isServices(r *schema.Resource) bool {
 }
 
 // checkResourceVersion applies the store's optimistic concurrency to an
-// update: no resourceVersion means "whatever is stored" for resources that
-// allow unconditional updates; a different one is a conflict.
-func checkResourceVersion(ctx context.Context, strategy builtin.Strategy, r *schema.Resource, obj metav1.Object, old runtime.Object) error {
+// update. truce models an UPDATE as a client that read the stored object
+// and PUTs its change: a write without resourceVersion carries the stored
+// one; a write naming another one than the stored one is a 409 Conflict.
+// Objects written by hand into the cluster state have no resourceVersion;
+// then the write's own is taken as current.
+func checkResourceVersion(r *schema.Resource, obj metav1.Object, old runtime.Object) error {
 	oldMeta, err := meta.Accessor(old)
 	if err != nil {
 		return err
 	}
 	stored := oldMeta.GetResourceVersion()
-	if stored == "" {
-		// Objects written by hand into the cluster state carry none; give
-		// them the one a store would have.
-		stored = "1"
-		oldMeta.SetResourceVersion(stored)
-	}
-	switch obj.GetResourceVersion() {
-	case "":
-		if !strategy.AllowUnconditionalUpdate(ctx) {
-			return apierrors.NewInvalid(r.GVK().GroupKind(), obj.GetName(), field.ErrorList{
-				field.Required(field.NewPath("metadata", "resourceVersion"), "must be specified for an update")})
-		}
+	switch {
+	case stored == "" && obj.GetResourceVersion() == "":
+		// Neither side knows one; use what a store would have.
+		obj.SetResourceVersion("1")
+		oldMeta.SetResourceVersion("1")
+	case stored == "":
+		oldMeta.SetResourceVersion(obj.GetResourceVersion())
+	case obj.GetResourceVersion() == "":
 		obj.SetResourceVersion(stored)
-	case stored:
-	default:
+	case obj.GetResourceVersion() != stored:
 		return apierrors.NewConflict(r.GVR.GroupResource(), obj.GetName(), errors.New(optimisticLockErrorMsg))
 	}
 	return nil

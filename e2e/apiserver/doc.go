@@ -14,3 +14,8 @@
 //
 // Nothing outside e2e/ may import this package.
 package apiserver
+
+// ServiceClusterIPRange is the --service-cluster-ip-range that
+// k8s.io/kubernetes/cmd/kube-apiserver/app/testing.StartTestServer sets;
+// truce is told the same, as a user tells it their cluster's.
+const ServiceClusterIPRange = "10.0.0.0/16"

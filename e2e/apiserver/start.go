@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+	kubeapiserverapp "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	kubeapiservertesting "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
 )
 
@@ -52,6 +54,13 @@ type Options struct {
 	// about a tenth of a second instead of a second.
 	PolicyRefreshInterval time.Duration
 }
+
+// installServiceResolver makes every kube-apiserver of this process resolve
+// webhook services through WebhookServices (see ServiceEndpoints). The hook
+// is process-wide and may be set only once, so it is never unset.
+var installServiceResolver = sync.OnceFunc(func() {
+	_ = kubeapiserverapp.SetServiceResolverForTests(WebhookServices)
+})
 
 // Flags returns the kube-apiserver flags Start uses (besides the ones
 // StartTestServer sets itself: serving on a free port of 127.0.0.1 with
@@ -190,6 +199,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, retErr error) {
 		disabled = DefaultDisabledAdmissionPlugins
 	}
 
+	installServiceResolver()
 	tAPI := time.Now()
 	var ts kubeapiservertesting.TestServer
 	if err := tb.capture(func() error {

@@ -110,3 +110,27 @@ func TestSentinelObjects(t *testing.T) {
 		t.Error("Cleanup would delete the sentinel namespace")
 	}
 }
+
+func TestServiceEndpoints(t *testing.T) {
+	var s ServiceEndpoints
+	if _, err := s.ResolveEndpoint("ns", "svc", 443); err == nil {
+		t.Error("unregistered service resolved")
+	}
+	if err := s.Set("ns", "svc", "http://x"); err == nil {
+		t.Error("http endpoint accepted")
+	}
+	if err := s.Set("ns", "svc", "https://127.0.0.1:8443"); err != nil {
+		t.Fatal(err)
+	}
+	u, err := s.ResolveEndpoint("ns", "svc", 443)
+	if err != nil || u.String() != "https://127.0.0.1:8443" {
+		t.Errorf("resolved to %v, %v", u, err)
+	}
+	if got := strings.Join(s.Flags(), " "); got != "--webhook-endpoint=ns/svc=https://127.0.0.1:8443" {
+		t.Errorf("flags %q", got)
+	}
+	s.Delete("ns", "svc")
+	if _, err := s.ResolveEndpoint("ns", "svc", 443); err == nil {
+		t.Error("deleted service resolved")
+	}
+}

@@ -80,6 +80,14 @@ type Spec struct {
 	// CompareAuditAnnotations also compares the admission audit
 	// annotations (see CompareOptions).
 	CompareAuditAnnotations bool `json:"compareAuditAnnotations,omitempty"`
+	// UnpredictableWebhooks names webhooks the server cannot reach (a
+	// service with no endpoint: the webhook is down). The server's error
+	// message carries its own dial error, which truce cannot reproduce, so
+	// for such a case the denial message is not compared (allowed, code,
+	// reason, warnings, object and audit annotations still are), and truce
+	// must report each of these webhooks as unpredictable. Without it,
+	// truce must report no webhook as unpredictable.
+	UnpredictableWebhooks []string `json:"unpredictableWebhooks,omitempty"`
 	// Skip, if set, skips the case with this reason.
 	Skip string `json:"skip,omitempty"`
 	// Expect states what the real server must answer, so a case that
@@ -294,4 +302,65 @@ func (c *Case) WriteOperation(namespaced func(schema.GroupVersionKind) (bool, er
 		}
 	}
 	return apiserver.Create, nil
+}
+
+// Placeholder syntax in cluster.yaml and write.yaml: {{NAME}}, replaced by
+// Expand.
+const placeholderOpen = "{{"
+
+// HasPlaceholders reports whether cluster.yaml or write.yaml use {{...}}.
+func (c *Case) HasPlaceholders() (bool, error) {
+	for _, f := range []string{ClusterFile, WriteFile} {
+		data, err := os.ReadFile(filepath.Join(c.Dir, f))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		if bytes.Contains(data, []byte(placeholderOpen)) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// Expand returns the case with the placeholders {{NAME}} of cluster.yaml
+// and write.yaml replaced by vars[NAME], written to dir (with case.yaml), so
+// that truce can read the expanded files there; Area, Name and Spec are
+// kept. A placeholder not in vars is an error.
+func (c *Case) Expand(vars map[string]string, dir string) (*Case, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	pairs := make([]string, 0, 2*len(vars))
+	for k, v := range vars {
+		pairs = append(pairs, placeholderOpen+k+"}}", v)
+	}
+	repl := strings.NewReplacer(pairs...)
+	for _, f := range []string{ClusterFile, WriteFile, SpecFile} {
+		data, err := os.ReadFile(filepath.Join(c.Dir, f))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if f != SpecFile {
+			data = []byte(repl.Replace(string(data)))
+			if i := bytes.Index(data, []byte(placeholderOpen)); i >= 0 {
+				end := min(len(data), i+40)
+				return nil, fmt.Errorf("case %s: %s: unknown placeholder at %q", c.ID(), f, data[i:end])
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), data, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	out, err := LoadCase(dir)
+	if err != nil {
+		return nil, err
+	}
+	out.Area, out.Name, out.Spec = c.Area, c.Name, c.Spec
+	return out, nil
 }

@@ -1,6 +1,7 @@
 package differential
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -163,5 +164,65 @@ func TestCheckExpect(t *testing.T) {
 	e.Allowed, e.Object = nil, map[string]any{"spec": map[string]any{"size": 3}}
 	if d := CheckExpect(e, r); len(d) != 0 {
 		t.Errorf("want none, got %v", d)
+	}
+}
+
+func TestExpand(t *testing.T) {
+	src := t.TempDir()
+	dir := filepath.Join(src, "webhook", "x")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, content string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(ClusterFile, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {url: \"{{WEBHOOK_URL}}/allow\"}\n")
+	write(WriteFile, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n")
+	write(SpecFile, "description: d\nunpredictableWebhooks: [w]\n")
+	c, err := LoadCase(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if has, err := c.HasPlaceholders(); err != nil || !has {
+		t.Fatalf("HasPlaceholders = %v, %v", has, err)
+	}
+	out, err := c.Expand(map[string]string{"WEBHOOK_URL": "https://127.0.0.1:1"}, filepath.Join(t.TempDir(), "e"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out.Cluster[0].Object.Object["data"].(map[string]any)["url"]; got != "https://127.0.0.1:1/allow" {
+		t.Errorf("expanded url %v", got)
+	}
+	if out.ID() != "webhook/x" || len(out.Spec.UnpredictableWebhooks) != 1 {
+		t.Errorf("expanded case %s %+v", out.ID(), out.Spec)
+	}
+	if _, err := c.Expand(map[string]string{}, filepath.Join(t.TempDir(), "f")); err == nil {
+		t.Error("unknown placeholder accepted")
+	}
+}
+
+func TestCompareWebhookRules(t *testing.T) {
+	server := Result{Operation: "CREATE", Code: 500, Reason: "InternalError", Message: "dial tcp: refused",
+		AuditAnnotations: map[string]string{"mutation.webhook.admission.k8s.io/round_0_index_0": "m"}}
+	truce := server
+	truce.Message = "truce: no endpoint"
+	truce.Unpredictable = []string{"mutating webhook w.example.com (ns/svc)"}
+	truce.AuditAnnotations = map[string]string{"mutation.webhook.admission.k8s.io/round_0_index_0": "m", "patch.webhook.admission.k8s.io/round_0_index_0": "p"}
+	if d := Compare(server, truce, CompareOptions{AuditAnnotations: true, AuditLevel: "Metadata", UnpredictableWebhooks: []string{"w.example.com"}}); len(d) != 0 {
+		t.Errorf("want no differences, got %v", d)
+	}
+	if d := Compare(server, truce, CompareOptions{AuditAnnotations: true, AuditLevel: "Request", UnpredictableWebhooks: []string{"w.example.com"}}); len(d) != 1 {
+		t.Errorf("want the Request-level annotation reported, got %v", d)
+	}
+	// Without unpredictableWebhooks: the message and the unpredictable list count.
+	if d := Compare(server, truce, CompareOptions{}); len(d) != 2 {
+		t.Errorf("want message and unpredictable differences, got %v", d)
+	}
+	truce.Unpredictable = nil
+	truce.Message = server.Message
+	if d := Compare(server, truce, CompareOptions{UnpredictableWebhooks: []string{"w.example.com"}}); len(d) != 1 {
+		t.Errorf("want the missing unpredictable webhook reported, got %v", d)
 	}
 }

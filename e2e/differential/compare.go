@@ -21,9 +21,39 @@ var IgnoredMetadata = []string{"uid", "resourceVersion", "creationTimestamp", "g
 // latency breakdown (added to slow requests only).
 var IgnoredAuditAnnotationPrefixes = []string{"authorization.k8s.io/", "apiserver.latency.k8s.io/"}
 
+// RequestLevelAuditAnnotationPrefixes are audit annotations kube-apiserver
+// records only at audit level Request and above: the mutating webhook
+// dispatcher adds the JSON patch a webhook applied with
+// AddAnnotationWithLevel(..., LevelRequest) (k8s.io/apiserver
+// pkg/admission/plugin/webhook/mutating/dispatcher.go). Every other
+// admission annotation is recorded from Metadata up. truce reports all
+// annotations whatever their level.
+var RequestLevelAuditAnnotationPrefixes = []string{"patch.webhook.admission.k8s.io/"}
+
 // CompareOptions select the optional comparisons.
 type CompareOptions struct {
 	AuditAnnotations bool
+	// AuditLevel is the audit level the server recorded the request at
+	// (the harness's policy: "Metadata"); annotations recorded only at a
+	// higher level (RequestLevelAuditAnnotationPrefixes) are then dropped
+	// from truce's side, since the server's log cannot show them. Empty
+	// means Metadata.
+	AuditLevel string
+	// UnpredictableWebhooks: see Spec.UnpredictableWebhooks. The denial
+	// message is not compared, and truce must name each of these
+	// webhooks in its unpredictable list; with none, truce must name
+	// no webhook there.
+	UnpredictableWebhooks []string
+}
+
+// auditLevelAtLeastRequest reports whether level records Request-level
+// annotations.
+func auditLevelAtLeastRequest(level string) bool {
+	switch level {
+	case "Request", "RequestResponse":
+		return true
+	}
+	return false
 }
 
 // Compare returns the differences between the server's result and truce's,
@@ -55,7 +85,7 @@ func Compare(server, truce Result, opts CompareOptions) []string {
 		if server.Reason != truce.Reason {
 			add("reason: server %q, truce %q", server.Reason, truce.Reason)
 		}
-		if server.Message != truce.Message {
+		if len(opts.UnpredictableWebhooks) == 0 && server.Message != truce.Message {
 			add("message:\n  server: %s\n  truce:  %s", server.Message, truce.Message)
 		}
 	}
@@ -67,8 +97,27 @@ func Compare(server, truce Result, opts CompareOptions) []string {
 			add("stored object (-server +truce):\n%s", d)
 		}
 	}
+	for _, w := range opts.UnpredictableWebhooks {
+		found := false
+		for _, u := range truce.Unpredictable {
+			if strings.Contains(u, w) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			add("unpredictable: truce does not report webhook %q as unpredictable (it reports %q)", w, truce.Unpredictable)
+		}
+	}
+	if len(opts.UnpredictableWebhooks) == 0 && len(truce.Unpredictable) > 0 {
+		add("unpredictable: truce could not call %q, which the server called", truce.Unpredictable)
+	}
 	if opts.AuditAnnotations {
-		if d := cmp.Diff(FilterAuditAnnotations(server.AuditAnnotations), FilterAuditAnnotations(truce.AuditAnnotations)); d != "" {
+		srvAnn, truceAnn := FilterAuditAnnotations(server.AuditAnnotations), FilterAuditAnnotations(truce.AuditAnnotations)
+		if !auditLevelAtLeastRequest(opts.AuditLevel) {
+			truceAnn = dropPrefixes(truceAnn, RequestLevelAuditAnnotationPrefixes)
+		}
+		if d := cmp.Diff(srvAnn, truceAnn); d != "" {
 			add("audit annotations (-server +truce):\n%s", d)
 		}
 	}
@@ -98,10 +147,16 @@ func NormalizeObject(obj map[string]any) any {
 // FilterAuditAnnotations drops IgnoredAuditAnnotationPrefixes; an empty
 // result is nil so that "none" compares equal however it is spelt.
 func FilterAuditAnnotations(in map[string]string) map[string]string {
+	return dropPrefixes(in, IgnoredAuditAnnotationPrefixes)
+}
+
+// dropPrefixes returns in without the keys with one of prefixes (nil if
+// nothing is left).
+func dropPrefixes(in map[string]string, prefixes []string) map[string]string {
 	var out map[string]string
 	for k, v := range in {
 		ignored := false
-		for _, p := range IgnoredAuditAnnotationPrefixes {
+		for _, p := range prefixes {
 			if strings.HasPrefix(k, p) {
 				ignored = true
 				break

@@ -5,6 +5,7 @@ package differential
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/truce-dev/truce/e2e/apiserver"
+	"github.com/truce-dev/truce/e2e/webhookserver"
 )
 
 // Flags are also settable through the environment, which is what to use
@@ -45,9 +47,44 @@ func envOr(key, def string) string {
 	return def
 }
 
+// The test webhook server (see e2e/webhookserver) and the service the cases
+// reach it by.
+const (
+	WebhookNamespace = "webhook-system"
+	WebhookService   = "truce-webhook"
+)
+
+var webhooks *webhookserver.Server
+
+// placeholders are what cases may use in cluster.yaml and write.yaml.
+func placeholders() map[string]string {
+	return map[string]string{
+		"WEBHOOK_URL":       webhooks.URL,
+		"CA_BUNDLE":         base64.StdEncoding.EncodeToString(webhooks.CABundle),
+		"WEBHOOK_NAMESPACE": WebhookNamespace,
+		"WEBHOOK_SERVICE":   WebhookService,
+	}
+}
+
 func TestMain(m *testing.M) {
 	flag.Parse()
+	var err error
+	webhooks, err = webhookserver.Start([]string{
+		WebhookService + "." + WebhookNamespace + ".svc",
+		"*." + WebhookNamespace + ".svc",
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start webhook server:", err)
+		os.Exit(2)
+	}
+	if err := apiserver.WebhookServices.Set(WebhookNamespace, WebhookService, webhooks.URL); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	code := m.Run()
+	if err := webhooks.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping webhook server:", err)
+	}
 	// The servers outlive every test (they are shared), so they are
 	// stopped here rather than in a t.Cleanup.
 	if err := apiserver.StopShared(); err != nil {
@@ -66,21 +103,16 @@ type outcome struct {
 func TestDifferential(t *testing.T) {
 	cases, err := LoadCases(*flagCases)
 	if err != nil {
-		t.Fatal(err)
+		// A broken case fails the run, but does not keep the others from
+		// running.
+		t.Errorf("loading the corpus: %v", err)
+		if len(cases) == 0 {
+			t.FailNow()
+		}
 	}
 	ctx := context.Background()
 
-	truceBin := ""
-	if !*flagServerOnly {
-		truceBin = *flagTruceBin
-		if truceBin == "" {
-			truceBin = buildTruce(t)
-		}
-		// truce runs in each case's directory.
-		if truceBin, err = filepath.Abs(truceBin); err != nil {
-			t.Fatal(err)
-		}
-	}
+	truceBin := truceBinary(t)
 
 	var outcomes []outcome
 	t.Cleanup(func() { summarize(t, outcomes) })
@@ -128,6 +160,9 @@ func serverFor(ctx context.Context, t *testing.T, c *Case) *apiserver.Server {
 	return srv
 }
 
+// auditLevel is the level apiserver.AuditPolicy records the writes at.
+const auditLevel = "Metadata"
+
 // dirty names the case whose cleanup failed, if any.
 var dirty string
 
@@ -141,6 +176,13 @@ func runCase(ctx context.Context, t *testing.T, c *Case, truceBin string) {
 		t.Log(c.Spec.Description)
 	}
 	srv := serverFor(ctx, t, c)
+	if has, err := c.HasPlaceholders(); err != nil {
+		t.Fatal(err)
+	} else if has {
+		if c, err = c.Expand(placeholders(), filepath.Join(t.TempDir(), c.Area, c.Name)); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	if dirty != "" {
 		t.Fatalf("not run: the server was left dirty by %s", dirty)
@@ -232,7 +274,11 @@ func runCase(ctx context.Context, t *testing.T, c *Case, truceBin string) {
 		t.Fatal(err)
 	}
 	t.Logf("timing: truce %s", time.Since(phase).Round(time.Millisecond))
-	diffs := Compare(server, got, CompareOptions{AuditAnnotations: c.Spec.CompareAuditAnnotations})
+	diffs := Compare(server, got, CompareOptions{
+		AuditAnnotations:      c.Spec.CompareAuditAnnotations,
+		AuditLevel:            auditLevel,
+		UnpredictableWebhooks: c.Spec.UnpredictableWebhooks,
+	})
 	for _, d := range diffs {
 		t.Errorf("truce differs from kube-apiserver: %s", d)
 	}
@@ -252,7 +298,13 @@ func runTruce(ctx context.Context, bin string, c *Case) (res Result, stdout, std
 	}
 	args = append(args, "-f", WriteFile, "-o", "json",
 		"--disable-admission-plugins="+strings.Join(c.DisabledPlugins(), ","),
-		"--field-validation="+c.Spec.FieldValidation)
+		"--field-validation="+c.Spec.FieldValidation,
+		// StartTestServer's --service-cluster-ip-range.
+		"--service-cluster-ip-range="+apiserver.ServiceClusterIPRange)
+	// The server calls every webhook it can reach: truce is given the same
+	// reach (URL webhooks, and the registered services).
+	args = append(args, "--call-webhooks")
+	args = append(args, apiserver.WebhookServices.Flags()...)
 	if c.Spec.User != "" {
 		args = append(args, "--user", c.Spec.User)
 	}
@@ -289,22 +341,55 @@ func runTruce(ctx context.Context, bin string, c *Case) (res Result, stdout, std
 	return res, stdout, stderr, nil
 }
 
-// buildTruce builds ./cmd/truce once for the run.
-func buildTruce(t *testing.T) string {
+var (
+	truceOnce    sync.Once
+	truceBinPath string
+	truceBinErr  error
+)
+
+// truceBinary returns the absolute path of the truce binary under test
+// ("" in server-only mode), building ./cmd/truce once per test binary
+// when -truce-bin is not given.
+func truceBinary(t *testing.T) string {
 	t.Helper()
+	if *flagServerOnly {
+		return ""
+	}
+	truceOnce.Do(func() {
+		bin := *flagTruceBin
+		if bin == "" {
+			bin, truceBinErr = buildTruce()
+			if truceBinErr != nil {
+				return
+			}
+		}
+		// truce runs in each case's directory.
+		truceBinPath, truceBinErr = filepath.Abs(bin)
+	})
+	if truceBinErr != nil {
+		t.Fatal(truceBinErr)
+	}
+	return truceBinPath
+}
+
+// buildTruce builds ./cmd/truce into a temporary directory (left for the
+// OS to clean: the binary is shared by the tests of this test binary).
+func buildTruce() (string, error) {
 	root, err := moduleRoot()
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
-	bin := filepath.Join(t.TempDir(), "truce")
-	start := time.Now()
+	dir, err := os.MkdirTemp("", "truce-e2e-bin-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "truce")
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/truce")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/truce: %v\n%s\n(to check the cases against the server alone, set TRUCE_E2E_SERVER_ONLY=1)", err, out)
+		return "", fmt.Errorf("go build ./cmd/truce: %v\n%s\n(to check the cases against the server alone, set TRUCE_E2E_SERVER_ONLY=1)", err, out)
 	}
-	t.Logf("built truce in %s", time.Since(start).Round(time.Millisecond))
-	return bin
+	return bin, nil
 }
 
 func moduleRoot() (string, error) {

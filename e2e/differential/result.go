@@ -35,6 +35,9 @@ type Result struct {
 	// Changes say which admission step changed what (truce only; the
 	// server does not tell).
 	Changes []Change `json:"changes,omitempty"`
+	// Unpredictable names the webhooks truce could not call offline (it
+	// applied their failurePolicy); truce only.
+	Unpredictable []string `json:"unpredictable,omitempty"`
 }
 
 // Change is one field changed by admission.
