@@ -30,6 +30,21 @@ type step struct {
 
 type recorderKey struct{}
 
+type builtinOnlyKey struct{}
+
+// withBuiltinOnly marks a request that only the built-in mutating plugins
+// see: used to give existing objects of the cluster state what those plugins
+// added when the objects were created (a Pod's priority, say), without
+// re-applying policies and webhooks that may not have existed then.
+func withBuiltinOnly(ctx context.Context) context.Context {
+	return context.WithValue(ctx, builtinOnlyKey{}, true)
+}
+
+func builtinOnly(ctx context.Context) bool {
+	v, _ := ctx.Value(builtinOnlyKey{}).(bool)
+	return v
+}
+
 func withRecorder(ctx context.Context, r *recorder) context.Context {
 	return context.WithValue(ctx, recorderKey{}, r)
 }
@@ -91,6 +106,9 @@ type attributedMutator struct {
 }
 
 func (a *attributedMutator) Admit(ctx context.Context, attrs k8sadmission.Attributes, o k8sadmission.ObjectInterfaces) error {
+	if builtinOnly(ctx) && (a.name == "MutatingAdmissionPolicy" || a.name == "MutatingAdmissionWebhook") {
+		return nil
+	}
 	rec := recorderFrom(ctx)
 	obj := attrs.GetObject()
 	if rec == nil || obj == nil || !a.Handles(attrs.GetOperation()) {

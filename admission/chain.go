@@ -192,6 +192,7 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 		c.Close()
 		return nil, err
 	}
+	c.admitState(ctx)
 	return c, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
+	k8sadmission "k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -144,8 +145,53 @@ func keepObserved(stored, snapshot *unstructured.Unstructured) {
 	if g := snapshot.GetGeneration(); g != 0 {
 		stored.SetGeneration(g)
 	}
-	if status, ok := snapshot.Object["status"]; ok {
+	if status, ok := snapshot.Object["status"].(map[string]any); ok && len(status) > 0 {
 		stored.Object["status"] = runtime.DeepCopyJSONValue(status)
+	}
+}
+
+// admitState gives the existing built-in objects of the state what the
+// built-in mutating admission plugins add on create.
+func (c *Chain) admitState(ctx context.Context) {
+	ctx = withBuiltinOnly(ctx)
+	for _, o := range c.state.Objects() {
+		if c.state.system[keyOf(o)] {
+			continue
+		}
+		resource, err := c.registry.ForKind(o.GroupVersionKind())
+		if err != nil || resource.CRD != nil || !c.modelled(resource) {
+			continue
+		}
+		codec, _, err := c.handlerFor(resource)
+		if err != nil {
+			continue
+		}
+		obj, err := codec.decode(ctx, o, metav1.FieldValidationIgnore)
+		if err != nil {
+			continue
+		}
+		ns := ""
+		if resource.Namespaced {
+			ns = o.GetNamespace()
+			if ns == "" {
+				ns = metav1.NamespaceDefault
+			}
+		}
+		actx := genericapirequest.WithNamespace(ctx, ns)
+		actx = genericapirequest.WithUser(actx, c.userInfo(Request{}))
+		attrs := k8sadmission.NewAttributesRecord(obj, nil, resource.GVK(), ns, o.GetName(), resource.GVR, "",
+			k8sadmission.Create, &metav1.CreateOptions{}, true, c.userInfo(Request{}))
+		if err := c.plugins.(k8sadmission.MutationInterface).Admit(actx, attrs, c.objects); err != nil {
+			continue
+		}
+		stored, err := codec.encode(attrs.GetObject(), resource.GVK())
+		if err != nil {
+			continue
+		}
+		keepObserved(stored, o)
+		stored.SetCreationTimestamp(o.GetCreationTimestamp())
+		stored.SetUID(o.GetUID())
+		c.state.replace(o, stored)
 	}
 }
 
