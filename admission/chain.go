@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -219,20 +217,11 @@ func (c *Chain) Admit(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	namespace := in.GetNamespace()
-	if resource.Namespaced && namespace == "" {
-		namespace = metav1.NamespaceDefault
-	}
-	if !resource.Namespaced {
-		namespace = ""
-	}
+	res.Namespace = objectNamespace(resource, in.GetNamespace())
+	namespace := res.Namespace
 	if gvk.Kind == "Namespace" && gvk.Group == "" {
 		// The server puts a namespace's own name into the request namespace.
 		namespace = in.GetName()
-	}
-	res.Namespace = namespace
-	if !resource.Namespaced {
-		res.Namespace = ""
 	}
 
 	existing, exists := c.state.Get(gvk.GroupKind(), res.Namespace, in.GetName())
@@ -253,17 +242,7 @@ func (c *Chain) Admit(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	ctx = withRecorder(ctx, rec)
-	ctx = genericapirequest.WithNamespace(ctx, namespace)
-	ctx = genericapirequest.WithUser(ctx, userInfo)
-	ctx = genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
-		IsResourceRequest: true,
-		Verb:              strings.ToLower(string(verbFor(op))),
-		APIGroup:          resource.GVR.Group,
-		APIVersion:        resource.GVR.Version,
-		Resource:          resource.GVR.Resource,
-		Namespace:         namespace,
-		Name:              in.GetName(),
-	})
+	ctx = requestContext(ctx, resource, verbFor(op), namespace, in.GetName(), userInfo)
 
 	stored, status := c.write(ctx, writeRequest{
 		resource: resource, in: in, existing: existing, op: op, namespace: namespace,
@@ -418,11 +397,7 @@ func clientObjects(state *State, reg *schema.Registry) (typed, all []runtime.Obj
 		if err != nil {
 			return nil, nil, fmt.Errorf("cluster object %s %s: %w", gvk.Kind, u.GetName(), err)
 		}
-		if !res.Namespaced {
-			u.SetNamespace("")
-		} else if u.GetNamespace() == "" {
-			u.SetNamespace(metav1.NamespaceDefault)
-		}
+		u.SetNamespace(objectNamespace(res, u.GetNamespace()))
 		all = append(all, u)
 		if res.CRD != nil || !scheme.Scheme.Recognizes(gvk) {
 			continue
@@ -454,6 +429,35 @@ func newClientset(reg *schema.Registry, objs ...runtime.Object) *clientset {
 	return &clientset{Clientset: fake.NewSimpleClientset(objs...), registry: reg}
 }
 
+// objectNamespace is the namespace an object of the resource lives in: none
+// for cluster-scoped resources, "default" when a namespaced object names
+// none (as kubectl sends it).
+func objectNamespace(r *schema.Resource, namespace string) string {
+	switch {
+	case !r.Namespaced:
+		return ""
+	case namespace == "":
+		return metav1.NamespaceDefault
+	}
+	return namespace
+}
+
+// requestContext carries what the server's filters put into a request's
+// context before the handler runs: namespace, user and request info.
+func requestContext(ctx context.Context, r *schema.Resource, verb, namespace, name string, u user.Info) context.Context {
+	ctx = genericapirequest.WithNamespace(ctx, namespace)
+	ctx = genericapirequest.WithUser(ctx, u)
+	return genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
+		IsResourceRequest: true,
+		Verb:              verb,
+		APIGroup:          r.GVR.Group,
+		APIVersion:        r.GVR.Version,
+		Resource:          r.GVR.Resource,
+		Namespace:         namespace,
+		Name:              name,
+	})
+}
+
 // sortedKeys returns the keys of m in order.
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
@@ -463,5 +467,3 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(out)
 	return out
 }
-
-var _ = meta.Accessor

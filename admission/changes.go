@@ -8,9 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-
 	"github.com/truce-dev/truce/schema"
 )
 
@@ -170,8 +167,3 @@ func pathOrRoot(p string) string {
 func escapePointer(k string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
 }
-
-var (
-	_ = unstructured.Unstructured{}
-	_ = runtime.DeepCopyJSON
-)

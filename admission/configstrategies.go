@@ -12,7 +12,6 @@ import (
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 	k8sadmission "k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
-	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/kubernetes/pkg/apis/admissionregistration"
 	"k8s.io/kubernetes/pkg/registry/admissionregistration/mutatingadmissionpolicy"
@@ -60,34 +59,31 @@ func (r resourceResolver) Resolve(gvk k8sschema.GroupVersionKind) (k8sschema.Gro
 type policyGetter struct{ state *State }
 
 func (p policyGetter) GetValidatingAdmissionPolicy(ctx context.Context, name string) (*admissionregistration.ValidatingAdmissionPolicy, error) {
-	out := &admissionregistration.ValidatingAdmissionPolicy{}
-	return out, p.get("ValidatingAdmissionPolicy", "validatingadmissionpolicies", name, out)
+	return getPolicy[*admissionregistration.ValidatingAdmissionPolicy](ctx, p.state, "ValidatingAdmissionPolicy", "validatingadmissionpolicies", name)
 }
 
 func (p policyGetter) GetMutatingAdmissionPolicy(ctx context.Context, name string) (*admissionregistration.MutatingAdmissionPolicy, error) {
-	out := &admissionregistration.MutatingAdmissionPolicy{}
-	return out, p.get("MutatingAdmissionPolicy", "mutatingadmissionpolicies", name, out)
+	return getPolicy[*admissionregistration.MutatingAdmissionPolicy](ctx, p.state, "MutatingAdmissionPolicy", "mutatingadmissionpolicies", name)
 }
 
-func (p policyGetter) get(kind, resource, name string, into runtime.Object) error {
+// getPolicy decodes a policy of the state into its internal type, as the
+// server's storage would return it to the binding strategies.
+func getPolicy[T runtime.Object](ctx context.Context, state *State, kind, resource, name string) (T, error) {
+	var zero T
 	gk := k8sschema.GroupKind{Group: "admissionregistration.k8s.io", Kind: kind}
-	u, ok := p.state.Get(gk, "", name)
+	u, ok := state.Get(gk, "", name)
 	if !ok {
-		return apierrors.NewNotFound(k8sschema.GroupResource{Group: gk.Group, Resource: resource}, name)
+		return zero, apierrors.NewNotFound(k8sschema.GroupResource{Group: gk.Group, Resource: resource}, name)
 	}
-	obj, err := builtinCodec{}.decode(context.Background(), u, metav1.FieldValidationIgnore)
+	obj, err := builtinCodec{}.decode(ctx, u, metav1.FieldValidationIgnore)
 	if err != nil {
-		return err
+		return zero, err
 	}
-	return runtime.DefaultUnstructuredConverter.FromUnstructured(mustUnstructured(obj), into)
-}
-
-func mustUnstructured(obj runtime.Object) map[string]any {
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return map[string]any{}
+	typed, ok := obj.(T)
+	if !ok {
+		return zero, fmt.Errorf("%s %s decoded as %T", kind, name, obj)
 	}
-	return m
+	return typed, nil
 }
 
 // InvalidObjectError reports an object of the cluster state that the server
@@ -170,17 +166,11 @@ func (c *Chain) admitState(ctx context.Context) {
 		if err != nil {
 			continue
 		}
-		ns := ""
-		if resource.Namespaced {
-			ns = o.GetNamespace()
-			if ns == "" {
-				ns = metav1.NamespaceDefault
-			}
-		}
-		actx := genericapirequest.WithNamespace(ctx, ns)
-		actx = genericapirequest.WithUser(actx, c.userInfo(Request{}))
+		ns := objectNamespace(resource, o.GetNamespace())
+		admin := c.userInfo(Request{})
+		actx := requestContext(ctx, resource, "create", ns, o.GetName(), admin)
 		attrs := k8sadmission.NewAttributesRecord(obj, nil, resource.GVK(), ns, o.GetName(), resource.GVR, "",
-			k8sadmission.Create, &metav1.CreateOptions{}, true, c.userInfo(Request{}))
+			k8sadmission.Create, &metav1.CreateOptions{}, true, admin)
 		if err := c.plugins.(k8sadmission.MutationInterface).Admit(actx, attrs, c.objects); err != nil {
 			continue
 		}
@@ -189,8 +179,6 @@ func (c *Chain) admitState(ctx context.Context) {
 			continue
 		}
 		keepObserved(stored, o)
-		stored.SetCreationTimestamp(o.GetCreationTimestamp())
-		stored.SetUID(o.GetUID())
 		c.state.replace(o, stored)
 	}
 }
@@ -205,24 +193,14 @@ func (c *Chain) created(ctx context.Context, resource *schema.Resource, o *unstr
 	if err != nil {
 		return nil, err
 	}
-	ns := o.GetNamespace()
-	if !resource.Namespaced {
-		ns = ""
-	} else if ns == "" {
-		ns = metav1.NamespaceDefault
-	}
+	ns := objectNamespace(resource, o.GetNamespace())
 	accessor, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, err
 	}
 	accessor.SetNamespace(ns)
 	rest.FillObjectMetaSystemFields(accessor)
-	vctx := genericapirequest.WithNamespace(ctx, ns)
-	vctx = genericapirequest.WithRequestInfo(vctx, &genericapirequest.RequestInfo{
-		IsResourceRequest: true, Verb: "create", APIGroup: resource.GVR.Group, APIVersion: resource.GVR.Version,
-		Resource: resource.GVR.Resource, Namespace: ns, Name: o.GetName(),
-	})
-	vctx = genericapirequest.WithUser(vctx, c.userInfo(Request{}))
+	vctx := requestContext(ctx, resource, "create", ns, o.GetName(), c.userInfo(Request{}))
 	if c.isServices(resource) {
 		opts := &metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 		if _, err := c.services.BeginCreate(vctx, obj, opts); err != nil {

@@ -82,9 +82,8 @@ func (c *Chain) write(ctx context.Context, w writeRequest) (*unstructured.Unstru
 		return fail(err)
 	}
 
-	base := k8sadmission.NewAttributesRecord(obj, old, w.resource.GVK(), w.namespace, w.in.GetName(),
+	attrs := k8sadmission.NewAttributesRecord(obj, old, w.resource.GVK(), w.namespace, w.in.GetName(),
 		w.resource.GVR, "", w.op, options, true, w.userInfo)
-	attrs := base
 	if err := c.admit.(k8sadmission.MutationInterface).Admit(ctx, attrs, c.objects); err != nil {
 		return fail(err)
 	}
@@ -96,11 +95,11 @@ func (c *Chain) write(ctx context.Context, w writeRequest) (*unstructured.Unstru
 		}
 	}
 
+	// Admission may have replaced the object.
+	if accessor, err = meta.Accessor(obj); err != nil {
+		return fail(err)
+	}
 	if w.op == k8sadmission.Create {
-		accessor, err = meta.Accessor(obj)
-		if err != nil {
-			return fail(err)
-		}
 		rest.FillObjectMetaSystemFields(accessor)
 		if accessor.GetGenerateName() != "" && accessor.GetName() == "" {
 			accessor.SetName(strategy.GenerateName(accessor.GetGenerateName()))
@@ -115,10 +114,6 @@ func (c *Chain) write(ctx context.Context, w writeRequest) (*unstructured.Unstru
 		}
 	} else {
 		// The store checks the resourceVersion after mutating admission.
-		accessor, err = meta.Accessor(obj)
-		if err != nil {
-			return fail(err)
-		}
 		if err := checkResourceVersion(w.resource, accessor, old); err != nil {
 			return fail(err)
 		}
