@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sort"
 	"sync"
 
@@ -70,6 +71,8 @@ type Chain struct {
 
 	crMu             sync.Mutex
 	customResources  map[k8sschema.GroupVersionResource]*customResource
+	fmMu             sync.Mutex
+	fieldManagers    map[k8sschema.GroupVersionResource]*managedfields.FieldManager
 	configStrategies map[k8sschema.GroupResource]builtin.Strategy
 	mutatingPolicies *mutatingPolicies
 	// services is the upstream Service registry, for its allocation hooks.
@@ -115,6 +118,7 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 		services: services,
 
 		customResources: map[k8sschema.GroupVersionResource]*customResource{},
+		fieldManagers:   map[k8sschema.GroupVersionResource]*managedfields.FieldManager{},
 		// The cluster state was written by an admin.
 		configStrategies: configStrategies(reg, authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup), state),
 	}
@@ -247,6 +251,7 @@ func (c *Chain) Admit(ctx context.Context, req Request) (*Result, error) {
 	stored, status := c.write(ctx, writeRequest{
 		resource: resource, in: in, existing: existing, op: op, namespace: namespace,
 		userInfo: userInfo, rec: rec, fieldValidation: c.opts.FieldValidation,
+		fieldManager: req.FieldManager, apply: req.Apply, force: req.Force, dryRun: !req.Persist,
 	})
 	res.Warnings = append(res.Warnings, warnings.list()...)
 	rec.annotations = audit.AuditContextFrom(ctx).GetEventAnnotations()

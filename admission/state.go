@@ -210,3 +210,27 @@ func bootstrapObjects() []*unstructured.Unstructured {
 	}
 	return out
 }
+
+// Delete removes an object and reports whether it existed. Deleting a
+// Namespace removes what it contains, as the namespace controller would
+// once its finalizer runs.
+func (s *State) Delete(gk k8sschema.GroupKind, namespace, name string) bool {
+	k := objectKey{Group: gk.Group, Kind: gk.Kind, Namespace: namespace, Name: name}
+	if _, ok := s.objects[k]; !ok {
+		return false
+	}
+	gone := func(o objectKey) bool {
+		return o == k || (k.Group == "" && k.Kind == "Namespace" && o.Namespace == k.Name)
+	}
+	order := s.order[:0]
+	for _, o := range s.order {
+		if gone(o) {
+			delete(s.objects, o)
+			delete(s.system, o)
+			continue
+		}
+		order = append(order, o)
+	}
+	s.order = order
+	return true
+}

@@ -25,6 +25,19 @@ type Request struct {
 	// kubeconfig.
 	User   string
 	Groups []string
+	// FieldManager names the writer in managedFields; empty means
+	// DefaultFieldManager. A server-side apply needs one.
+	FieldManager string
+	// Apply makes Object a server-side apply configuration (a PATCH of type
+	// application/apply-patch+yaml): it is merged into the existing object by
+	// field ownership. Force takes over fields other managers own instead of
+	// answering 409 Conflict.
+	Apply bool
+	Force bool
+	// Persist tells admission the write is stored: dryRun is false, so
+	// webhooks with side effects are called. Admit itself never stores;
+	// Commit does.
+	Persist bool
 }
 
 // Change is one field that admission changed between what the client sent

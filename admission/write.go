@@ -33,6 +33,13 @@ type writeRequest struct {
 	userInfo        user.Info
 	rec             *recorder
 	fieldValidation string
+	// fieldManager names the writer in managedFields.
+	fieldManager string
+	// apply makes in a server-side apply configuration, merged into the
+	// live object; force takes over conflicting fields.
+	apply, force bool
+	// dryRun is what admission is told; truce never persists by itself.
+	dryRun bool
 }
 
 // write follows the server's create and update handlers
@@ -58,7 +65,27 @@ func (c *Chain) write(ctx context.Context, w writeRequest) (*unstructured.Unstru
 		return nil, s
 	}
 	addDeprecationWarning(ctx, w.resource)
-	obj, err := codec.decode(ctx, w.in, w.fieldValidation)
+	var dryRun []string
+	if w.dryRun {
+		dryRun = []string{metav1.DryRunAll}
+	}
+	var old runtime.Object
+	var options runtime.Object
+	if w.op == k8sadmission.Create {
+		options = &metav1.CreateOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "CreateOptions"}, DryRun: dryRun, FieldManager: w.fieldManager}
+	} else {
+		old, err = codec.decode(ctx, w.existing, metav1.FieldValidationIgnore)
+		if err != nil {
+			return fail(fmt.Errorf("decoding the existing object: %w", err))
+		}
+		options = &metav1.UpdateOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "UpdateOptions"}, DryRun: dryRun, FieldManager: w.fieldManager}
+	}
+	var obj runtime.Object
+	if w.apply {
+		obj, err = c.applyPatch(w, strategy, old)
+	} else {
+		obj, err = codec.decode(ctx, w.in, w.fieldValidation)
+	}
 	if err != nil {
 		return fail(err)
 	}
@@ -66,24 +93,25 @@ func (c *Chain) write(ctx context.Context, w writeRequest) (*unstructured.Unstru
 	if err != nil {
 		return fail(apierrors.NewBadRequest(err.Error()))
 	}
-	var old runtime.Object
-	var options runtime.Object
 	if w.op == k8sadmission.Create {
 		rest.WipeObjectMetaSystemFields(accessor)
-		options = &metav1.CreateOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "CreateOptions"}, DryRun: []string{metav1.DryRunAll}}
-	} else {
-		old, err = codec.decode(ctx, w.existing, metav1.FieldValidationIgnore)
-		if err != nil {
-			return fail(fmt.Errorf("decoding the existing object: %w", err))
+	}
+	if !w.apply {
+		// The handlers record the writer's fields before mutating admission.
+		var live runtime.Object
+		if old != nil {
+			live = old.DeepCopyObject()
 		}
-		options = &metav1.UpdateOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "UpdateOptions"}, DryRun: []string{metav1.DryRunAll}}
+		if obj, err = c.trackFields(w, strategy, obj, live); err != nil {
+			return fail(err)
+		}
 	}
 	if err := rest.EnsureObjectNamespaceMatchesRequestNamespace(rest.ExpectedNamespaceForResource(w.namespace, w.resource.GVR), accessor); err != nil {
 		return fail(err)
 	}
 
 	attrs := k8sadmission.NewAttributesRecord(obj, old, w.resource.GVK(), w.namespace, w.in.GetName(),
-		w.resource.GVR, "", w.op, options, true, w.userInfo)
+		w.resource.GVR, "", w.op, options, w.dryRun, w.userInfo)
 	if err := c.admit.(k8sadmission.MutationInterface).Admit(ctx, attrs, c.objects); err != nil {
 		return fail(err)
 	}
@@ -128,7 +156,7 @@ func (c *Chain) write(ctx context.Context, w writeRequest) (*unstructured.Unstru
 	}
 
 	final := k8sadmission.NewAttributesRecord(obj.DeepCopyObject(), old, w.resource.GVK(), w.namespace, accessor.GetName(),
-		w.resource.GVR, "", w.op, options, true, w.userInfo)
+		w.resource.GVR, "", w.op, options, w.dryRun, w.userInfo)
 	if err := c.admit.(k8sadmission.ValidationInterface).Validate(ctx, final, c.objects); err != nil {
 		return fail(err)
 	}
@@ -221,17 +249,27 @@ func (c *Chain) handlerFor(r *schema.Resource) (codec, builtin.Strategy, error) 
 		}
 		return builtinCodec{}, metadataOnlyStrategy{namespaced: r.Namespaced}, nil
 	}
+	cr, err := c.customResourceFor(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	return customResourceCodec{resource: r, cr: cr}, cr.strategy, nil
+}
+
+// customResourceFor returns the serving information of a custom resource,
+// built once per chain.
+func (c *Chain) customResourceFor(r *schema.Resource) (*customResource, error) {
 	c.crMu.Lock()
 	defer c.crMu.Unlock()
 	cr, ok := c.customResources[r.GVR]
 	if !ok {
 		var err error
 		if cr, err = newCustomResource(r); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		c.customResources[r.GVR] = cr
 	}
-	return customResourceCodec{resource: r, cr: cr}, cr.strategy, nil
+	return cr, nil
 }
 
 // modelled reports whether the resource is validated exactly like the server

@@ -12,17 +12,30 @@ import (
 type Source struct {
 	File string
 	// Line is 1-based. Zero means the position applies to the file as a
-	// whole, e.g. when the file cannot be read at all.
+	// whole, e.g. when the file cannot be read at all or when an object
+	// rendered by kustomize cannot be traced to one document.
 	Line int
+	// Kustomization is the kustomization file whose build produced the
+	// object, empty for objects read from plain files. File and Line then
+	// point at the resource file the object was written in when
+	// kustomize's origin tracking allows, else at a generator entry or at
+	// the kustomization itself.
+	Kustomization string
 }
 
 // String formats s as "file:line", the form editors and CI log parsers turn
-// into links. A Source without a line is printed as just the file name.
+// into links. A Source without a line is printed as just the file name. An
+// object rendered by kustomize is followed by " (kustomization FILE)" when
+// that differs from File.
 func (s Source) String() string {
-	if s.Line <= 0 {
-		return s.File
+	out := s.File
+	if s.Line > 0 {
+		out += ":" + strconv.Itoa(s.Line)
 	}
-	return s.File + ":" + strconv.Itoa(s.Line)
+	if s.Kustomization != "" && s.Kustomization != s.File {
+		out += " (kustomization " + s.Kustomization + ")"
+	}
+	return out
 }
 
 // Error is a problem with one document, list item or file. Every error

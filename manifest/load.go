@@ -13,20 +13,32 @@ import (
 // LoadPaths loads every object from paths, in order.
 //
 // A path may be a file, which is read whatever its extension, a directory,
-// which is walked recursively for *.yaml, *.yml and *.json files (the
-// extensions kubectl apply -R accepts, matched case-sensitively like
-// kubectl does), or "-", which reads Options.Stdin. Directories are walked
-// in lexical order, entry by entry, so results are deterministic. Entries
-// whose name starts with "." inside a walked directory (.git, .github
-// workflows, editor backups) are skipped; name such a path explicitly to
-// load it. A directory without any manifest file is an error, so that a
-// mistyped path does not look like an empty desired state. A file reached
-// through several paths is loaded once.
+// or "-", which reads Options.Stdin. A directory that holds a kustomization
+// (kustomization.yaml, kustomization.yml or Kustomization) is rendered with
+// kustomize, and only through it: files next to it that it does not
+// reference are not loaded, as with kustomize-controller and Argo CD. Any
+// other directory is walked recursively for *.yaml, *.yml and *.json files
+// (the extensions kubectl apply -R accepts, matched case-sensitively like
+// kubectl does), rendering instead of descending into every subdirectory
+// that holds a kustomization. A kustomization file named explicitly is
+// rendered too. Directories are walked in lexical order, entry by entry, so
+// results are deterministic. Entries whose name starts with "." inside a
+// walked directory (.git, .github workflows, editor backups) are skipped;
+// name such a path explicitly to load it. A directory without any manifest
+// file is an error, so that a mistyped path does not look like an empty
+// desired state. A file or kustomization reached through several paths is
+// loaded once.
+//
+// Inside a directory, symlinks are followed only when they stay inside the
+// repository (see Options.RepositoryRoot); kustomize is confined the same
+// way, never reaches the network and runs no plugins. Objects rendered by
+// kustomize carry the resource file and line they were written on where
+// that can be traced, and the kustomization in Source.Kustomization.
 //
 // Like Decode, LoadPaths keeps going after bad documents and files, and
 // returns the objects that loaded cleanly together with an errors.Join of
-// all problems. Cancelling ctx stops loading before the next file; the
-// returned error then also matches ctx.Err().
+// all problems. Cancelling ctx stops loading before the next file or
+// kustomization; the returned error then also matches ctx.Err().
 func LoadPaths(ctx context.Context, paths []string, opts Options) ([]Object, error) {
 	l := loader{decoder: newDecoder(opts), seen: make(map[string]bool)}
 	for _, p := range paths {
@@ -86,53 +98,16 @@ func (l *loader) loadStdin() {
 	}
 }
 
-// loadDir walks dir and loads the manifest files in it.
+// loadDir loads the directory dir from disk: through kustomize when it
+// holds a kustomization, else by walking it.
 func (l *loader) loadDir(ctx context.Context, dir string) {
-	root := dir
-	// WalkDir does not descend into a root that is a symlink; a trailing
-	// separator makes it follow the link, as the user clearly meant.
-	if fi, err := os.Lstat(dir); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		root = dir + string(filepath.Separator)
-	}
-	found := 0
-	err := filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
-		if err != nil {
-			l.fail(ioError(path, err))
-			return nil // WalkDir skips the unreadable directory itself.
-		}
-		if path != root && strings.HasPrefix(e.Name(), ".") {
-			if e.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if e.IsDir() || !hasManifestExt(e.Name()) {
-			return nil
-		}
-		info, err := os.Stat(path) // follows symlinks to files
-		if err != nil {
-			l.fail(ioError(path, err))
-			return nil
-		}
-		if !info.Mode().IsRegular() {
-			// Symlinked directories are not followed (neither does
-			// kubectl), and reading a FIFO or device could block.
-			return nil
-		}
-		found++
-		if !l.proceed(ctx) {
-			return filepath.SkipAll
-		}
-		l.loadFile(path, info)
-		return nil
-	})
+	t, start, release, err := diskTree(dir, l.opts)
 	if err != nil {
-		l.fail(ioError(dir, err))
+		l.fail(treeError(dir, err))
+		return
 	}
-	if found == 0 && !l.stopped && !l.cancelled {
-		l.fail(newError(Source{File: dir}, fs.ErrNotExist,
-			"directory contains no manifest files (*.yaml, *.yml, *.json)"))
-	}
+	defer release()
+	l.walkTree(ctx, t, start)
 }
 
 func hasManifestExt(name string) bool {
@@ -147,9 +122,18 @@ func hasManifestExt(name string) bool {
 // metadata before reading, and again while reading for files whose size is
 // not known up front or that grow while being read.
 func (l *loader) loadFile(path string, info fs.FileInfo) {
+	if isKustomizationName(filepath.Base(path)) {
+		// Naming a kustomization means "build it", as kubectl -k
+		// and GitOps tools would; its YAML is not an object.
+		l.loadKustomizationFile(path)
+		return
+	}
 	key := path
 	if abs, err := filepath.Abs(path); err == nil {
 		key = abs
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			key = real
+		}
 	}
 	if l.seen[key] {
 		return

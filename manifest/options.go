@@ -42,6 +42,12 @@ type Options struct {
 	// the guard against "billion laughs" documents, which are tiny on
 	// disk but expand exponentially when decoded.
 	MaxAliasNodes int
+	// RepositoryRoot bounds what loading a directory from disk may read:
+	// symlinks and kustomize references that lead outside it are refused
+	// with ErrOutsideRoot. Empty means the top of the Git work tree that
+	// contains the directory, or the directory itself when it is not in a
+	// work tree. Files named explicitly are read wherever they are.
+	RepositoryRoot string
 	// Stdin is read when LoadPaths is given the path "-". A nil Stdin
 	// makes "-" an error rather than silently reading os.Stdin, so that
 	// library callers decide explicitly.

@@ -28,6 +28,9 @@ type nodeChecker struct {
 	active map[*yaml3.Node]bool
 
 	problem *nodeProblem
+	// skipDuplicateKeys turns the duplicate key check off, for input
+	// whose duplicate keys are another parser's business.
+	skipDuplicateKeys bool
 	// sawMerge records a merge key ("<<") anywhere in the document.
 	sawMerge bool
 }
@@ -81,7 +84,7 @@ func (c *nodeChecker) measure(n *yaml3.Node, depth int) nodeStats {
 			c.fail(n.Line, ErrTooDeep, fmt.Sprintf("nesting is deeper than %d levels (MaxDepth)", c.maxDepth))
 			return nodeStats{}
 		}
-		if n.Kind == yaml3.MappingNode {
+		if n.Kind == yaml3.MappingNode && !c.skipDuplicateKeys {
 			c.checkDuplicateKeys(n)
 		}
 		for _, child := range n.Content {

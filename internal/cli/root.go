@@ -61,5 +61,6 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newAdmitCommand())
+	root.AddCommand(newDiffCommand())
 	return root
 }

@@ -1,0 +1,88 @@
+// Package cluster is where objects live. Cluster is one interface with two
+// implementations: memory (an in-process cluster whose write path is truce's
+// admission chain, the embedded default) and live (a real cluster through
+// client-go). Drift, simulation and sync use only this interface.
+package cluster
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Cluster reads and writes objects with the API server's semantics: writes
+// pass admission, server-side apply merges by field ownership and records
+// managedFields, dry runs change nothing. Errors are API status errors
+// (k8s.io/apimachinery/pkg/api/errors), so callers test them with
+// apierrors.IsNotFound, IsConflict, IsInvalid and so on.
+type Cluster interface {
+	// Get returns the object, converted to ref's version.
+	Get(ctx context.Context, ref Ref) (*unstructured.Unstructured, error)
+	// List returns the objects of a kind; an empty namespace means all.
+	List(ctx context.Context, gvk schema.GroupVersionKind, namespace string) ([]*unstructured.Unstructured, error)
+	// Create is a POST: it fails with AlreadyExists when the object exists.
+	Create(ctx context.Context, obj *unstructured.Unstructured, opts WriteOptions) (*unstructured.Unstructured, error)
+	// Update is a PUT of the whole object.
+	Update(ctx context.Context, obj *unstructured.Unstructured, opts WriteOptions) (*unstructured.Unstructured, error)
+	// Apply is a server-side apply (PATCH application/apply-patch+yaml); it
+	// creates the object when it does not exist.
+	Apply(ctx context.Context, obj *unstructured.Unstructured, opts ApplyOptions) (*unstructured.Unstructured, error)
+	// Delete removes the object.
+	Delete(ctx context.Context, ref Ref, opts DeleteOptions) error
+	// RESTMapper maps kinds to resources and tells which are namespaced.
+	RESTMapper() meta.RESTMapper
+}
+
+// CallCounter is implemented by clusters that count the API requests they
+// make (or, for the in-process cluster, answer).
+type CallCounter interface {
+	Calls() int64
+}
+
+// Ref names one object.
+type Ref struct {
+	schema.GroupVersionKind
+	Namespace string
+	Name      string
+}
+
+// RefOf returns the reference of obj.
+func RefOf(obj *unstructured.Unstructured) Ref {
+	return Ref{GroupVersionKind: obj.GroupVersionKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
+func (r Ref) String() string {
+	kind := r.Kind
+	if r.Group != "" {
+		kind += "." + r.Group
+	}
+	if r.Namespace == "" {
+		return fmt.Sprintf("%s/%s", kind, r.Name)
+	}
+	return fmt.Sprintf("%s/%s/%s", kind, r.Namespace, r.Name)
+}
+
+// WriteOptions are the options of a create or an update.
+type WriteOptions struct {
+	// FieldManager names the writer in managedFields.
+	FieldManager string
+	DryRun       bool
+}
+
+// ApplyOptions are the options of a server-side apply.
+type ApplyOptions struct {
+	// FieldManager is required: the applier whose field set this is.
+	FieldManager string
+	// Force takes over fields that other managers own instead of failing
+	// with a conflict.
+	Force  bool
+	DryRun bool
+}
+
+// DeleteOptions are the options of a delete.
+type DeleteOptions struct {
+	DryRun bool
+}

@@ -1,0 +1,103 @@
+// Package drift decides, for one object, whether what Git says and what the
+// cluster stores differ, the way a GitOps tool decides it. Each tool's way is
+// a Strategy: Argo CD's legacy three-way diff, Argo CD's server-side diff,
+// Flux's server-side apply dry run, and truce's own prediction from the
+// offline admission chain. Strategies use only cluster.Cluster.
+package drift
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Strategy computes drift for one desired object as one GitOps tool does.
+type Strategy interface {
+	// Name is the strategy's name on the command line.
+	Name() string
+	// Diff compares desired (from Git) with the cluster.
+	Diff(ctx context.Context, desired *unstructured.Unstructured) (*Object, error)
+}
+
+// Status is the outcome for one object.
+type Status string
+
+// Statuses.
+const (
+	// InSync: nothing to apply.
+	InSync Status = "InSync"
+	// Drifted: at least one field differs that no ignore rule covers.
+	Drifted Status = "Drifted"
+	// Missing: the object does not exist yet; applying creates it.
+	Missing Status = "Missing"
+	// Excluded: the tool skips the object (an exclusion annotation, or an
+	// ignore rule for the whole document).
+	Excluded Status = "Excluded"
+	// Rejected: the server (or the offline chain) refuses the write.
+	Rejected Status = "Rejected"
+)
+
+// Object is the drift of one object.
+type Object struct {
+	Source     string `json:"source,omitempty"`
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+	Strategy   string `json:"strategy"`
+	Status     Status `json:"status"`
+	// Fields are the fields that differ, ignored ones included (with
+	// IgnoredBy set); Status is Drifted only for fields not ignored.
+	Fields []Field `json:"fields"`
+	// Desired and Live are the two documents the tool compares, normalised
+	// as it normalises them (the unified diff is between these); Secret
+	// values are masked.
+	Desired map[string]any `json:"-"`
+	Live    map[string]any `json:"-"`
+	// Notes explain what the tool did or could not do for this object.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Field is one field that differs.
+type Field struct {
+	// Pointer is a JSON pointer (RFC 6901) into the object.
+	Pointer string `json:"pointer"`
+	// Desired and Live are the values; absent on a side when the field is
+	// not there.
+	Desired any `json:"desired,omitempty"`
+	Live    any `json:"live,omitempty"`
+	// DesiredAbsent and LiveAbsent say the field is missing on that side.
+	DesiredAbsent bool `json:"desiredAbsent,omitempty"`
+	LiveAbsent    bool `json:"liveAbsent,omitempty"`
+	// Origin names who wrote the live value: a field manager from
+	// managedFields ("manager kube-controller-manager (Update)") or an
+	// admission step ("MutatingAdmissionPolicy/mirror (binding mirror)").
+	Origin string `json:"origin,omitempty"`
+	// IgnoredBy names the ignore rule that hides this difference.
+	IgnoredBy string `json:"ignoredBy,omitempty"`
+}
+
+// Drifted reports whether any field differs that is not ignored.
+func (o *Object) Drifted() bool { return o.Status == Drifted }
+
+func newObject(strategy string, desired *unstructured.Unstructured) *Object {
+	return &Object{
+		APIVersion: desired.GetAPIVersion(),
+		Kind:       desired.GetKind(),
+		Namespace:  desired.GetNamespace(),
+		Name:       desired.GetName(),
+		Strategy:   strategy,
+		Fields:     []Field{},
+	}
+}
+
+// settle sets the status from the fields.
+func (o *Object) settle() {
+	o.Status = InSync
+	for _, f := range o.Fields {
+		if f.IgnoredBy == "" {
+			o.Status = Drifted
+			return
+		}
+	}
+}

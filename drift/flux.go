@@ -1,0 +1,177 @@
+package drift
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/fluxcd/pkg/ssa"
+	ssaerrors "github.com/fluxcd/pkg/ssa/errors"
+	"github.com/fluxcd/pkg/ssa/jsondiff"
+	"github.com/fluxcd/pkg/ssa/normalize"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/truce-dev/truce/cluster"
+)
+
+// FluxFieldManager is kustomize-controller's field manager.
+const FluxFieldManager = "kustomize-controller"
+
+// FluxRule is one Flux ignore rule (a Kustomization's spec.ignore entry)
+// and the name it is reported by.
+type FluxRule struct {
+	jsondiff.IgnoreRule
+	Name string
+}
+
+// Flux decides drift as kustomize-controller does: normalise the manifest
+// (ssa's native-kind defaults), server-side apply it as a forced dry run,
+// and compare the answer with the live object, labels and annotations
+// included, metadata and status otherwise excluded, ignore rules stripped.
+// The decision is Flux's own code (github.com/fluxcd/pkg/ssa
+// ResourceManager.Diff) run against the cluster interface.
+type Flux struct {
+	Cluster cluster.Cluster
+	// FieldManager defaults to FluxFieldManager.
+	FieldManager string
+	Rules        []FluxRule
+}
+
+// Name implements Strategy.
+func (f *Flux) Name() string { return "flux" }
+
+func (f *Flux) manager() *ssa.ResourceManager {
+	owner := f.FieldManager
+	if owner == "" {
+		owner = FluxFieldManager
+	}
+	return ssa.NewResourceManager(cluster.ControllerClient(f.Cluster), nil, ssa.Owner{Field: owner, Group: "kustomize.toolkit.fluxcd.io"})
+}
+
+// Diff implements Strategy.
+func (f *Flux) Diff(ctx context.Context, desired *unstructured.Unstructured) (*Object, error) {
+	out := newObject(f.Name(), desired)
+	obj := desired.DeepCopy()
+	if err := normalize.Unstructured(obj); err != nil {
+		return nil, fmt.Errorf("normalising %s as Flux does: %w", cluster.RefOf(desired), err)
+	}
+	rm := f.manager()
+	rules := make([]jsondiff.IgnoreRule, len(f.Rules))
+	for i, r := range f.Rules {
+		rules[i] = r.IgnoreRule
+	}
+	entry, existing, dryRun, err := rm.Diff(ctx, obj.DeepCopy(), ssa.DiffOptions{DriftIgnoreRules: rules})
+	var dryRunErr *ssaerrors.DryRunErr
+	if errors.As(err, &dryRunErr) {
+		out.Status = Rejected
+		out.Notes = append(out.Notes, dryRunErr.Error())
+		return out, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("flux drift of %s: %w", cluster.RefOf(desired), err)
+	}
+	switch entry.Action {
+	case ssa.CreatedAction:
+		out.Status = Missing
+		out.Notes = append(out.Notes, "not in the cluster: Flux creates it")
+		return out, nil
+	case ssa.SkippedAction:
+		out.Status = Excluded
+		return out, nil
+	case ssa.ConfiguredAction:
+		out.Desired, out.Live = fluxView(dryRun), fluxView(existing)
+		out.Fields = fieldsBetween(out.Desired, out.Live)
+	}
+	matching := f.matchingRules(obj)
+	if len(matching) > 0 {
+		// Run Flux again without rules to show what they hide.
+		entry, existing, dryRun, err := rm.Diff(ctx, obj.DeepCopy(), ssa.DiffOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("flux drift of %s without ignore rules: %w", cluster.RefOf(desired), err)
+		}
+		if entry.Action == ssa.ConfiguredAction {
+			shown := map[string]bool{}
+			for _, fl := range out.Fields {
+				shown[fl.Pointer] = true
+			}
+			for _, fl := range fieldsBetween(fluxView(dryRun), fluxView(existing)) {
+				if shown[fl.Pointer] {
+					continue
+				}
+				fl.IgnoredBy = ruleFor(matching, fl.Pointer)
+				out.Fields = append(out.Fields, fl)
+			}
+		}
+	}
+	if len(out.Fields) > 0 {
+		if live, err := f.Cluster.Get(ctx, cluster.RefOf(obj)); err == nil {
+			for i := range out.Fields {
+				out.Fields[i].Origin = strings.Join(owners(live, out.Fields[i].Pointer), ", ")
+			}
+		}
+	}
+	maskSecretFields(out.Fields)
+	maskSecrets(out.Desired, out.Live)
+	sortFields(out.Fields)
+	out.settle()
+	if entry.Action == ssa.ConfiguredAction && out.Status == InSync {
+		// Flux saw drift the field listing could not place.
+		out.Status = Drifted
+	}
+	return out, nil
+}
+
+// fluxView is what Flux compares: labels, annotations and everything
+// outside metadata and status, after its dry-run normalisation.
+func fluxView(u *unstructured.Unstructured) map[string]any {
+	if u == nil {
+		return nil
+	}
+	c := u.DeepCopy()
+	_ = normalize.DryRunUnstructured(c)
+	meta := map[string]any{}
+	if l := c.GetLabels(); len(l) > 0 {
+		meta["labels"] = toAny(l)
+	}
+	if a := c.GetAnnotations(); len(a) > 0 {
+		meta["annotations"] = toAny(a)
+	}
+	delete(c.Object, "status")
+	c.Object["metadata"] = meta
+	return c.Object
+}
+
+func toAny(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func (f *Flux) matchingRules(obj *unstructured.Unstructured) []FluxRule {
+	var out []FluxRule
+	for _, r := range f.Rules {
+		sr, err := jsondiff.NewSelectorRegex(r.Selector)
+		if err == nil && sr.MatchUnstructured(obj) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// ruleFor names the first rule with a path that is pointer or a parent.
+func ruleFor(rules []FluxRule, pointer string) string {
+	for _, r := range rules {
+		for _, p := range r.Paths {
+			if p == "" || p == pointer || strings.HasPrefix(pointer, p+"/") {
+				return r.Name
+			}
+		}
+	}
+	if len(rules) > 0 {
+		return rules[0].Name
+	}
+	return ""
+}

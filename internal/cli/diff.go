@@ -1,0 +1,213 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/truce-dev/truce/admission"
+	"github.com/truce-dev/truce/cluster"
+	"github.com/truce-dev/truce/cluster/live"
+	"github.com/truce-dev/truce/cluster/memory"
+	"github.com/truce-dev/truce/drift"
+	"github.com/truce-dev/truce/manifest"
+)
+
+type diffOptions struct {
+	cluster        []string
+	strategy       string
+	output         string
+	color          string
+	kubeconfig     string
+	kubeContext    string
+	endpoints      []string
+	callWebhooks   bool
+	enablePlugins  []string
+	disablePlugins []string
+	serviceRange   string
+	ref            string
+}
+
+// Strategy names on the command line.
+const (
+	strategyAuto         = "auto"
+	strategyArgoLegacy   = "argocd-legacy"
+	strategyArgoSSD      = "argocd-ssd"
+	strategyFlux         = "flux"
+	strategyPredicted    = "predicted"
+	strategyListForUsage = "auto, argocd-legacy, argocd-ssd, flux or predicted"
+)
+
+func newDiffCommand() *cobra.Command {
+	o := &diffOptions{}
+	cmd := &cobra.Command{
+		Use:   "diff [PATH|GIT-URL]...",
+		Short: "GitOps drift between Git and the cluster, as Argo CD or Flux computes it",
+		Long: `diff compares the manifests of a directory or Git repository (plain YAML, or
+rendered with kustomize where a kustomization is present) with the cluster, the
+way a GitOps tool decides drift:
+
+  argocd-legacy  Argo CD's default three-way diff of Git, live and the
+                 last-applied-configuration annotation
+  argocd-ssd     Argo CD's server-side diff: a server-side apply dry run per
+                 resource (fields other managers own keep their live value
+                 unless IncludeMutationWebhook=true)
+  flux           kustomize-controller: a forced server-side apply dry run
+                 compared with live, with Flux's normalisations and
+                 spec.ignore rules (Flux's own library decides)
+  predicted      Git against the object truce's offline admission chain
+                 predicts will be stored, on the fields Git sets; no API call
+  auto           flux when the repository has a Flux Kustomization,
+                 argocd-ssd or argocd-legacy for an Argo CD Application (per
+                 its compare options), predicted otherwise
+
+The repository's own settings are read and honoured: Argo CD Applications
+(ignoreDifferences, syncOptions, the compare-options annotation), argocd-cm
+(resource.customizations.ignoreDifferences.*), the per-resource
+argocd.argoproj.io/ignore-differences annotation, Flux Kustomizations
+(spec.ignore). Ignore rules that do nothing are reported.
+
+The cluster is the one of --kubeconfig/--context, or else the in-process
+cluster (truce's admission chain with real server-side apply) holding the
+objects of -c.
+
+Exit status, as flux diff: 0 no drift, 1 drift, 2 error.`,
+		Example: `  # Will Flux see drift once this is applied? (in-process cluster)
+  truce diff examples/image-mirror/app -c examples/image-mirror/cluster --strategy flux
+
+  # What admission will change in the fields Git sets, with no cluster at all
+  truce diff examples/image-mirror/app -c examples/image-mirror/cluster --strategy predicted
+
+  # Argo CD's view of a real cluster, as JSON
+  truce diff ./deploy --kubeconfig ~/.kube/config --strategy argocd-legacy -o json
+
+  # A Git repository at a tag, a sub-path of it
+  truce diff 'https://example.com/org/repo//deploy/app?ref=v1.2.0'`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runDiff(cmd.Context(), cmd, o, args)
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVarP(&o.cluster, "cluster", "c", nil, "files or directories describing the in-process cluster: namespaces, CRDs, policies, webhook configurations, existing objects")
+	f.StringVar(&o.strategy, "strategy", strategyAuto, "how drift is decided: "+strategyListForUsage)
+	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	f.StringVar(&o.color, "color", "auto", "colour the text output: auto (when stdout is a terminal), always or never")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "compare with the cluster of this kubeconfig instead of the in-process one")
+	f.StringVar(&o.kubeContext, "context", "", "the kubeconfig context")
+	f.StringArrayVar(&o.endpoints, "webhook-endpoint", nil, "NAMESPACE/SERVICE=https://HOST:PORT: where a service-backed webhook is reachable from here (repeatable)")
+	f.BoolVar(&o.callWebhooks, "call-webhooks", false, "call webhooks configured with a URL (in-process cluster)")
+	f.StringSliceVar(&o.enablePlugins, "enable-admission-plugins", nil, "admission plugins to enable in addition to kube-apiserver's defaults (in-process cluster)")
+	f.StringSliceVar(&o.disablePlugins, "disable-admission-plugins", nil, "admission plugins to disable (in-process cluster)")
+	f.StringVar(&o.serviceRange, "service-cluster-ip-range", "10.0.0.0/24", "the cluster's --service-cluster-ip-range (in-process cluster)")
+	f.StringVar(&o.ref, "ref", "", "for a Git repository: the branch, tag or commit to read (default: its HEAD)")
+	return cmd
+}
+
+func runDiff(ctx context.Context, cmd *cobra.Command, o *diffOptions, args []string) error {
+	switch o.output {
+	case "text", "json":
+	default:
+		return fmt.Errorf("unknown output format %q (want text or json)", o.output)
+	}
+	color, err := useColor(o.color, cmd.OutOrStdout())
+	if err != nil {
+		return err
+	}
+	repo, err := loadRepository(ctx, cmd, args, o.ref)
+	if err != nil {
+		return err
+	}
+	if len(repo.manifests) == 0 {
+		return fmt.Errorf("no manifests found in %s", strings.Join(args, ", "))
+	}
+	c, mem, closeCluster, err := o.openCluster(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeCluster()
+	strategy, err := o.buildStrategy(ctx, repo, c, mem)
+	if err != nil {
+		return err
+	}
+	report := &diffReport{Strategy: strategy.Name(), Objects: []*drift.Object{}, Findings: repo.findings}
+	for _, m := range repo.manifests {
+		obj, err := strategy.Diff(ctx, m.Object)
+		if err != nil {
+			return fmt.Errorf("%s: %w", m.Source, err)
+		}
+		obj.Source = m.Source.String()
+		report.Objects = append(report.Objects, obj)
+	}
+	if err := report.print(cmd.OutOrStdout(), o.output, color); err != nil {
+		return err
+	}
+	if report.drifted() {
+		return exitError{exitFound}
+	}
+	return nil
+}
+
+func useColor(mode string, out io.Writer) (bool, error) {
+	switch mode {
+	case "always":
+		return true, nil
+	case "never":
+		return false, nil
+	case "auto":
+		f, ok := out.(*os.File)
+		return ok && term.IsTerminal(int(f.Fd())) && os.Getenv("NO_COLOR") == "", nil
+	}
+	return false, fmt.Errorf("unknown --color %q (want auto, always or never)", mode)
+}
+
+// openCluster returns the live cluster of --kubeconfig, or the in-process
+// one seeded with -c (which is also returned as mem).
+func (o *diffOptions) openCluster(ctx context.Context) (cluster.Cluster, *memory.Cluster, func(), error) {
+	if o.kubeconfig != "" || o.kubeContext != "" {
+		if len(o.cluster) > 0 {
+			return nil, nil, nil, fmt.Errorf("--kubeconfig names a real cluster; -c describes an in-process one: use one or the other")
+		}
+		cfg, err := live.Load(o.kubeconfig, o.kubeContext)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		c, err := live.New(cfg)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return c, nil, func() {}, nil
+	}
+	clusterObjs, err := manifest.LoadPaths(ctx, o.cluster, manifest.DefaultOptions())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	objs := make([]*unstructuredObject, 0, len(clusterObjs))
+	for _, c := range clusterObjs {
+		objs = append(objs, c.Object)
+	}
+	state, err := admission.NewState(objs...)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	endpoints, err := parseEndpoints(o.endpoints)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	mem, err := memory.New(ctx, state, admission.Options{
+		EnablePlugins:         o.enablePlugins,
+		DisablePlugins:        o.disablePlugins,
+		WebhookEndpoints:      endpoints,
+		CallURLWebhooks:       o.callWebhooks,
+		ServiceClusterIPRange: o.serviceRange,
+	})
+	if err != nil {
+		return nil, nil, nil, withSource(err, clusterObjs)
+	}
+	return mem, mem, mem.Close, nil
+}

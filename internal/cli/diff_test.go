@@ -1,0 +1,88 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func runTruce(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Execute(context.Background(), args, strings.NewReader(""), &out, &errOut)
+	return out.String(), errOut.String(), code
+}
+
+func TestDiffExample(t *testing.T) {
+	for _, tc := range []struct {
+		strategy string
+		status   map[string]string
+	}{
+		{"predicted", map[string]string{"web": "Drifted", "batch": "Rejected"}},
+		{"flux", map[string]string{"web": "Missing", "batch": "Rejected"}},
+		{"argocd-ssd", map[string]string{"web": "Missing", "batch": "Missing"}},
+		{"argocd-legacy", map[string]string{"web": "Missing", "batch": "Missing"}},
+	} {
+		t.Run(tc.strategy, func(t *testing.T) {
+			out, errOut, code := runTruce(t, "diff", "../../examples/image-mirror/app", "-c", "../../examples/image-mirror/cluster",
+				"--strategy", tc.strategy, "-o", "json")
+			if code != exitFound {
+				t.Fatalf("exit %d, want %d; stderr: %s", code, exitFound, errOut)
+			}
+			var report struct {
+				Strategy string
+				Objects  []struct {
+					Name, Status string
+					Fields       []struct{ Pointer, Origin string }
+				}
+			}
+			if err := json.Unmarshal([]byte(out), &report); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			if report.Strategy != tc.strategy {
+				t.Errorf("strategy = %q", report.Strategy)
+			}
+			for _, o := range report.Objects {
+				if tc.status[o.Name] != o.Status {
+					t.Errorf("%s: status %s, want %s", o.Name, o.Status, tc.status[o.Name])
+				}
+				if tc.strategy == "predicted" && o.Name == "web" {
+					if len(o.Fields) != 1 || o.Fields[0].Pointer != "/spec/template/spec/containers/0/image" ||
+						!strings.HasPrefix(o.Fields[0].Origin, "MutatingAdmissionPolicy/image-mirror.example.com") {
+						t.Errorf("web fields = %+v", o.Fields)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestDiffErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"diff", "../../examples/image-mirror/app", "--strategy", "bogus"}, "unknown --strategy"},
+		{[]string{"diff", "../../examples/image-mirror/app", "-o", "xml"}, "unknown output format"},
+		{[]string{"diff", "does-not-exist"}, "does-not-exist"},
+		{[]string{"diff", "../../examples/image-mirror/app", "--color", "sometimes"}, "unknown --color"},
+	} {
+		_, errOut, code := runTruce(t, tc.args...)
+		if code != exitFailure || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 mentioning %q", tc.args, code, errOut, tc.want)
+		}
+	}
+}
+
+func TestDiffNoDriftExitsZero(t *testing.T) {
+	// The cluster already holds exactly what Git says.
+	out, errOut, code := runTruce(t, "diff", "testdata/diff/insync/app", "-c", "testdata/diff/insync/cluster", "--strategy", "flux")
+	if code != exitOK {
+		t.Fatalf("exit %d; stdout %s stderr %s", code, out, errOut)
+	}
+	if !strings.Contains(out, "1 in sync") {
+		t.Errorf("summary missing: %s", out)
+	}
+}
