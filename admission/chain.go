@@ -265,6 +265,7 @@ func (c *Chain) Admit(ctx context.Context, req Request) (*Result, error) {
 		res.Code = status.Code
 		res.Reason = string(status.Reason)
 		res.Message = status.Message
+		res.Details = status.Details
 		return res, nil
 	}
 	res.Allowed = true

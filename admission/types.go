@@ -1,6 +1,7 @@
 package admission
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -64,11 +65,15 @@ type Result struct {
 	Allowed    bool      `json:"allowed"`
 	// Code, Reason and Message are the HTTP status code, the metav1 status
 	// reason and the message of a rejection; zero when allowed.
-	Code             int32             `json:"code,omitempty"`
-	Reason           string            `json:"reason,omitempty"`
-	Message          string            `json:"message,omitempty"`
-	Warnings         []string          `json:"warnings"`
-	AuditAnnotations map[string]string `json:"auditAnnotations"`
+	Code    int32  `json:"code,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Details are the status details of a rejection (the conflicting
+	// fields of an apply, the causes of an Invalid), for callers that
+	// rebuild the API error; not part of truce admit's output.
+	Details          *metav1.StatusDetails `json:"-"`
+	Warnings         []string              `json:"warnings"`
+	AuditAnnotations map[string]string     `json:"auditAnnotations"`
 	// Object is the object the server would store; nil when denied.
 	Object  map[string]any `json:"object,omitempty"`
 	Changes []Change       `json:"changes"`

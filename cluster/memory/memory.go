@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/endpoints/handlers/fieldmanager"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 
 	"github.com/truce-dev/truce/admission"
@@ -206,6 +207,7 @@ func (c *Cluster) write(ctx context.Context, obj *unstructured.Unstructured, req
 	if !res.Allowed {
 		return nil, &apierrors.StatusError{ErrStatus: metav1.Status{
 			Status: metav1.StatusFailure, Code: res.Code, Reason: metav1.StatusReason(res.Reason), Message: res.Message,
+			Details: res.Details,
 		}}
 	}
 	stored := &unstructured.Unstructured{Object: res.Object}
@@ -217,6 +219,13 @@ func (c *Cluster) write(ctx context.Context, obj *unstructured.Unstructured, req
 		current, err := convertTo(existing, gvk)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
+		}
+		// The store reverts managedFields timestamps when nothing else
+		// changed, so a repeated apply stays a no-op.
+		if reverted, err := fieldmanager.IgnoreManagedFieldsTimestampsTransformer(ctx, candidate, current); err == nil {
+			if u, ok := reverted.(*unstructured.Unstructured); ok {
+				candidate = u
+			}
 		}
 		if equality.Semantic.DeepEqual(current.Object, candidate.Object) {
 			return current, nil
