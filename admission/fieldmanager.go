@@ -83,19 +83,29 @@ func emptyLive(r *schema.Resource) (runtime.Object, error) {
 	return legacyscheme.Scheme.New(r.GVK())
 }
 
+// managerAndLive returns the resource's field manager and the object a
+// write starts from: a copy of the stored one (the field manager strips
+// its managedFields), or a new versioned object for a create, as the
+// handlers do.
+func (c *Chain) managerAndLive(w writeRequest, strategy builtin.Strategy, old runtime.Object) (*managedfields.FieldManager, runtime.Object, error) {
+	fm, err := c.fieldManagerFor(w.resource, strategy)
+	if err != nil {
+		return nil, nil, err
+	}
+	if old != nil {
+		return fm, old.DeepCopyObject(), nil
+	}
+	live, err := emptyLive(w.resource)
+	return fm, live, err
+}
+
 // trackFields records the write's manager in managedFields before mutating
 // admission runs, like the create and update handlers: changes admission
 // makes afterwards are not attributed to any manager.
 func (c *Chain) trackFields(w writeRequest, strategy builtin.Strategy, obj, old runtime.Object) (runtime.Object, error) {
-	fm, err := c.fieldManagerFor(w.resource, strategy)
+	fm, live, err := c.managerAndLive(w, strategy, old)
 	if err != nil {
 		return nil, err
-	}
-	live := old
-	if live == nil {
-		if live, err = emptyLive(w.resource); err != nil {
-			return nil, err
-		}
 	}
 	return fm.UpdateNoErrors(live, obj, w.manager()), nil
 }
@@ -106,20 +116,11 @@ func (c *Chain) applyPatch(w writeRequest, strategy builtin.Strategy, old runtim
 	if w.fieldManager == "" {
 		return nil, apierrors.NewBadRequest("PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch")
 	}
-	fm, err := c.fieldManagerFor(w.resource, strategy)
+	fm, live, err := c.managerAndLive(w, strategy, old)
 	if err != nil {
 		return nil, err
 	}
-	live := old
-	if live == nil {
-		if live, err = emptyLive(w.resource); err != nil {
-			return nil, err
-		}
-	} else {
-		live = live.DeepCopyObject()
-	}
-	patch := w.in.DeepCopy()
-	return fm.Apply(live, patch, w.fieldManager, w.force)
+	return fm.Apply(live, w.in.DeepCopy(), w.fieldManager, w.force)
 }
 
 func (w writeRequest) manager() string {

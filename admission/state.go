@@ -103,12 +103,34 @@ func storedForm(o *unstructured.Unstructured) (*unstructured.Unstructured, error
 		return nil, fmt.Errorf("decoding %s %s: %w", gvk.Kind, o.GetName(), err)
 	}
 	legacyscheme.Scheme.Default(typed)
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+	return versionedToUnstructured(typed, gvk)
+}
+
+// ConvertTo returns a copy of a stored object in the version of gvk:
+// built-ins through the scheme's conversions, custom resources by changing
+// apiVersion (the "None" conversion strategy). An empty version keeps the
+// stored one.
+func ConvertTo(o *unstructured.Unstructured, gvk k8sschema.GroupVersionKind) (*unstructured.Unstructured, error) {
+	have := o.GroupVersionKind()
+	if have.Version == gvk.Version || gvk.Version == "" {
+		return o.DeepCopy(), nil
+	}
+	if !legacyscheme.Scheme.Recognizes(have) || !legacyscheme.Scheme.Recognizes(gvk) {
+		out := o.DeepCopy()
+		out.SetAPIVersion(gvk.GroupVersion().String())
+		return out, nil
+	}
+	typed, err := legacyscheme.Scheme.New(have)
 	if err != nil {
 		return nil, err
 	}
-	out := &unstructured.Unstructured{Object: m}
-	out.SetGroupVersionKind(gvk)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, typed); err != nil {
+		return nil, fmt.Errorf("decoding %s %s: %w", have.Kind, o.GetName(), err)
+	}
+	out, err := builtinCodec{}.encode(typed, gvk)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", have.Kind, o.GetName(), err)
+	}
 	return out, nil
 }
 

@@ -98,11 +98,7 @@ func (c *Chain) write(ctx context.Context, w writeRequest) (*unstructured.Unstru
 	}
 	if !w.apply {
 		// The handlers record the writer's fields before mutating admission.
-		var live runtime.Object
-		if old != nil {
-			live = old.DeepCopyObject()
-		}
-		if obj, err = c.trackFields(w, strategy, obj, live); err != nil {
+		if obj, err = c.trackFields(w, strategy, obj, old); err != nil {
 			return fail(err)
 		}
 	}
@@ -327,7 +323,13 @@ func (builtinCodec) encode(obj runtime.Object, gvk k8sschema.GroupVersionKind) (
 	if err != nil {
 		return nil, fmt.Errorf("converting to %s: %w", gvk.GroupVersion(), err)
 	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(out)
+	return versionedToUnstructured(out, gvk)
+}
+
+// versionedToUnstructured turns a typed object already in gvk's version
+// into its unstructured form.
+func versionedToUnstructured(obj runtime.Object, gvk k8sschema.GroupVersionKind) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return nil, err
 	}

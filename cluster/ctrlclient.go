@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -71,21 +72,12 @@ func (a *ctrlClient) List(ctx context.Context, list client.ObjectList, opts ...c
 	}
 	ul.Items = ul.Items[:0]
 	for _, it := range items {
-		if lo.LabelSelector != nil && !lo.LabelSelector.Matches(labelSet(it.GetLabels())) {
+		if lo.LabelSelector != nil && !lo.LabelSelector.Matches(labels.Set(it.GetLabels())) {
 			continue
 		}
 		ul.Items = append(ul.Items, *it)
 	}
 	return nil
-}
-
-type labelSet map[string]string
-
-func (l labelSet) Has(k string) bool   { _, ok := l[k]; return ok }
-func (l labelSet) Get(k string) string { return l[k] }
-func (l labelSet) Lookup(k string) (string, bool) {
-	v, ok := l[k]
-	return v, ok
 }
 
 func (a *ctrlClient) Apply(context.Context, runtime.ApplyConfiguration, ...client.ApplyOption) error {

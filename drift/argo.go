@@ -93,19 +93,9 @@ func (n *setNormalizer) Normalize(u *unstructured.Unstructured) error {
 		return err
 	}
 	for _, m := range ms {
-		n.matches[m.Pointer] = ruleName(m.Rule)
+		n.matches[m.Pointer] = m.Rule.String()
 	}
 	return nil
-}
-
-func ruleName(r *ignore.Rule) string {
-	switch {
-	case r.Source != "" && r.Field != "":
-		return r.Source + " " + r.Field
-	case r.Field != "":
-		return r.Field
-	}
-	return r.Source
 }
 
 func (a *argoRules) options(ctx context.Context, withRules bool) (argocd.Options, *setNormalizer) {
@@ -134,7 +124,7 @@ func (a *argoRules) managed(config, live *unstructured.Unstructured) (map[string
 		return nil, err
 	}
 	for _, m := range ms {
-		out[m.Pointer] = ruleName(m.Rule)
+		out[m.Pointer] = m.Rule.String()
 	}
 	return out, nil
 }
@@ -230,8 +220,7 @@ func (s *ArgoLegacy) Diff(ctx context.Context, desired *unstructured.Unstructure
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", cluster.RefOf(desired), err)
 	}
-	config := desired.DeepCopy()
-	s.Tracking.mark(config)
+	config := desiredMarked(desired, s.Tracking)
 	ignored, err := s.managed(config, live)
 	if err != nil {
 		return nil, fmt.Errorf("managedFieldsManagers of %s: %w", cluster.RefOf(desired), err)
@@ -295,8 +284,7 @@ func (s *ArgoServerSide) Diff(ctx context.Context, desired *unstructured.Unstruc
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", cluster.RefOf(desired), err)
 	}
-	config := desired.DeepCopy()
-	s.Tracking.mark(config)
+	config := desiredMarked(desired, s.Tracking)
 	// gitops-engine applies with ForceConflicts for server-side apply, dry
 	// runs included.
 	predicted, err := s.Cluster.Apply(ctx, config, cluster.ApplyOptions{FieldManager: argocd.ServerSideDiffManager, Force: true, DryRun: true})
@@ -323,20 +311,20 @@ func (s *ArgoServerSide) Diff(ctx context.Context, desired *unstructured.Unstruc
 	if err != nil {
 		return nil, fmt.Errorf("managedFieldsManagers of %s: %w", cluster.RefOf(desired), err)
 	}
-	run := func(withRules bool) (*argocd.Result, *setNormalizer, error) {
-		opts, n := s.options(ctx, withRules)
-		if withRules {
-			return ssd(predicted, live, opts, !s.IncludeMutationWebhook, tc, n)
-		}
-		return ssd(plain, live, opts, !s.IncludeMutationWebhook, tc, n)
+	ssd := func(predicted *unstructured.Unstructured, opts argocd.Options) (*argocd.Result, error) {
+		return argocd.ServerSideDiff(predicted.DeepCopy(), live.DeepCopy(), argocd.SSDOptions{
+			Options: opts, IgnoreMutationWebhook: !s.IncludeMutationWebhook, Manager: argocd.ServerSideDiffManager, TypeConverter: tc,
+		})
 	}
-	with, n, err := run(true)
+	opts, n := s.options(ctx, true)
+	with, err := ssd(predicted, opts)
 	if err != nil {
 		return nil, fmt.Errorf("server-side diff of %s: %w", cluster.RefOf(desired), err)
 	}
 	var without *argocd.Result
 	if n != nil || len(ignored) > 0 {
-		if without, _, err = run(false); err != nil {
+		plainOpts, _ := s.options(ctx, false)
+		if without, err = ssd(plain, plainOpts); err != nil {
 			return nil, fmt.Errorf("server-side diff of %s: %w", cluster.RefOf(desired), err)
 		}
 		if n != nil {
@@ -347,11 +335,4 @@ func (s *ArgoServerSide) Diff(ctx context.Context, desired *unstructured.Unstruc
 	}
 	report(out, with, without, ignored, live)
 	return out, nil
-}
-
-func ssd(predicted, live *unstructured.Unstructured, opts argocd.Options, ignoreWebhooks bool, tc managedfields.TypeConverter, n *setNormalizer) (*argocd.Result, *setNormalizer, error) {
-	res, err := argocd.ServerSideDiff(predicted.DeepCopy(), live.DeepCopy(), argocd.SSDOptions{
-		Options: opts, IgnoreMutationWebhook: ignoreWebhooks, Manager: argocd.ServerSideDiffManager, TypeConverter: tc,
-	})
-	return res, n, err
 }

@@ -8,8 +8,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-openapi/jsonpointer"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/truce-dev/truce/drift/ignore"
 )
 
 // owners returns the field managers whose managedFields entries own the
@@ -43,14 +44,11 @@ func owners(obj *unstructured.Unstructured, pointer string) []string {
 }
 
 func splitPointer(pointer string) ([]string, error) {
-	if pointer == "" || pointer == "/" {
+	if pointer == "/" {
+		// admission.Diff's spelling of the whole document.
 		return nil, nil
 	}
-	p, err := jsonpointer.New(pointer)
-	if err != nil {
-		return nil, err
-	}
-	return p.DecodedTokens(), nil
+	return ignore.ParsePointer(pointer)
 }
 
 // ownsPath walks a FieldsV1 tree along segments of a JSON pointer, reading

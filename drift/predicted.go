@@ -3,7 +3,6 @@ package drift
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -80,48 +79,12 @@ func gitView(obj map[string]any) map[string]any {
 // (compared whole). Fields only live has are not drift.
 func setFieldsBetween(desired, live map[string]any) []Field {
 	var out []Field
-	var walk func(path string, d, l any, lAbsent bool)
-	walk = func(path string, d, l any, lAbsent bool) {
-		switch dv := d.(type) {
-		case map[string]any:
-			lv, ok := l.(map[string]any)
-			if !ok {
-				out = append(out, Field{Pointer: pathOrRoot(path), Desired: d, Live: l, LiveAbsent: lAbsent})
-				return
-			}
-			for k, v := range dv {
-				child, present := lv[k]
-				walk(path+"/"+escapePointer(k), v, child, !present)
-			}
-		case []any:
-			lv, ok := l.([]any)
-			if !ok || len(lv) != len(dv) {
-				out = append(out, Field{Pointer: pathOrRoot(path), Desired: d, Live: l, LiveAbsent: lAbsent})
-				return
-			}
-			for i := range dv {
-				walk(path+"/"+strconv.Itoa(i), dv[i], lv[i], false)
-			}
-		default:
-			if lAbsent || len(admission.Diff(map[string]any{"v": d}, map[string]any{"v": l})) > 0 {
-				out = append(out, Field{Pointer: pathOrRoot(path), Desired: d, Live: l, LiveAbsent: lAbsent})
-			}
+	for _, f := range fieldsBetween(desired, live) {
+		if !f.DesiredAbsent {
+			out = append(out, f)
 		}
 	}
-	walk("", desired, live, false)
-	sortFields(out)
 	return out
-}
-
-func pathOrRoot(p string) string {
-	if p == "" {
-		return "/"
-	}
-	return p
-}
-
-func escapePointer(k string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
 }
 
 // changeOrigin names the admission steps that changed pointer, a parent or

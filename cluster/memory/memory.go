@@ -16,10 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/endpoints/handlers/fieldmanager"
-	"k8s.io/kubernetes/pkg/api/legacyscheme"
 
 	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/cluster"
@@ -99,7 +97,7 @@ func (c *Cluster) Get(ctx context.Context, ref cluster.Ref) (*unstructured.Unstr
 	if !ok {
 		return nil, apierrors.NewNotFound(gr, ref.Name)
 	}
-	return convertTo(o, ref.GroupVersionKind)
+	return admission.ConvertTo(o, ref.GroupVersionKind)
 }
 
 // List returns copies of the objects of a kind in one namespace, or in all
@@ -116,7 +114,7 @@ func (c *Cluster) List(ctx context.Context, gvk k8sschema.GroupVersionKind, name
 		if o.GroupVersionKind().GroupKind() != gvk.GroupKind() || (namespace != "" && o.GetNamespace() != namespace) {
 			continue
 		}
-		u, err := convertTo(o, gvk)
+		u, err := admission.ConvertTo(o, gvk)
 		if err != nil {
 			return nil, err
 		}
@@ -216,7 +214,7 @@ func (c *Cluster) write(ctx context.Context, obj *unstructured.Unstructured, req
 		// update changes nothing (etcd3 store, GuaranteedUpdate).
 		candidate := stored.DeepCopy()
 		candidate.SetResourceVersion(existing.GetResourceVersion())
-		current, err := convertTo(existing, gvk)
+		current, err := admission.ConvertTo(existing, gvk)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
@@ -268,39 +266,6 @@ func (c *Cluster) groupResource(gvk k8sschema.GroupVersionKind) (k8sschema.Group
 			fmt.Sprintf("the server could not find the requested resource (%s)", gvk))
 	}
 	return r.GVR.GroupResource(), nil
-}
-
-// convertTo returns a copy of o in the version of gvk: built-ins through the
-// scheme's conversions, custom resources by changing apiVersion (the "None"
-// conversion strategy).
-func convertTo(o *unstructured.Unstructured, gvk k8sschema.GroupVersionKind) (*unstructured.Unstructured, error) {
-	have := o.GroupVersionKind()
-	if have.Version == gvk.Version || gvk.Version == "" {
-		return o.DeepCopy(), nil
-	}
-	if !legacyscheme.Scheme.Recognizes(have) || !legacyscheme.Scheme.Recognizes(gvk) {
-		out := o.DeepCopy()
-		out.SetAPIVersion(gvk.GroupVersion().String())
-		return out, nil
-	}
-	typed, err := legacyscheme.Scheme.New(have)
-	if err != nil {
-		return nil, err
-	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, typed); err != nil {
-		return nil, fmt.Errorf("decoding %s %s: %w", have.Kind, o.GetName(), err)
-	}
-	converted, err := legacyscheme.Scheme.ConvertToVersion(typed, gvk.GroupVersion())
-	if err != nil {
-		return nil, fmt.Errorf("converting %s %s to %s: %w", have.Kind, o.GetName(), gvk.GroupVersion(), err)
-	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(converted)
-	if err != nil {
-		return nil, err
-	}
-	out := &unstructured.Unstructured{Object: m}
-	out.SetGroupVersionKind(gvk)
-	return out, nil
 }
 
 // Admit runs a write through the admission chain against the current

@@ -67,6 +67,9 @@ type Rule struct {
 	ManagedFieldsManagers []string
 }
 
+// String names the rule by its provenance: "file:line: field".
+func (r *Rule) String() string { return r.where() }
+
 // where prefixes messages with the rule's provenance.
 func (r *Rule) where() string {
 	switch {

@@ -8,23 +8,18 @@ import (
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/manifest"
 )
 
 type admitOptions struct {
-	files, cluster  []string
+	clusterFlags
+	files           []string
 	output          string
 	user            string
 	groups          []string
-	endpoints       []string
-	callWebhooks    bool
-	enablePlugins   []string
-	disablePlugins  []string
 	fieldValidation string
-	serviceRange    string
 	kubeconfig      string
 	kubeContext     string
 	dryRun          string
@@ -60,16 +55,11 @@ Exit status: 0 when every write is admitted, 1 when any is denied, 2 on error.`,
 	}
 	f := cmd.Flags()
 	f.StringSliceVarP(&o.files, "filename", "f", nil, "files or directories (recursive) of manifests to write; - for stdin")
-	f.StringSliceVarP(&o.cluster, "cluster", "c", nil, "files or directories describing the cluster: namespaces, CRDs, policies, bindings, webhook configurations, params, RBAC, existing objects")
+	o.clusterFlags.register(f)
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text, yaml or json")
 	f.StringVar(&o.user, "user", "", "the user making the writes (default: a cluster admin in system:masters)")
 	f.StringSliceVar(&o.groups, "group", nil, "a group of --user (repeatable)")
-	f.StringArrayVar(&o.endpoints, "webhook-endpoint", nil, "NAMESPACE/SERVICE=https://HOST:PORT: where a service-backed webhook is reachable from here (repeatable)")
-	f.BoolVar(&o.callWebhooks, "call-webhooks", false, "call webhooks configured with a URL (they are only called when asked)")
-	f.StringSliceVar(&o.enablePlugins, "enable-admission-plugins", nil, "admission plugins to enable in addition to kube-apiserver's defaults")
-	f.StringSliceVar(&o.disablePlugins, "disable-admission-plugins", nil, "admission plugins to disable, as the cluster's kube-apiserver does")
 	f.StringVar(&o.fieldValidation, "field-validation", metav1.FieldValidationStrict, "unknown and duplicate fields: Strict (kubectl's default), Warn or Ignore")
-	f.StringVar(&o.serviceRange, "service-cluster-ip-range", "10.0.0.0/24", "the cluster's --service-cluster-ip-range; a dry run answers with its network address as a Service's ClusterIP")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "with --dry-run=server: the cluster to ask")
 	f.StringVar(&o.kubeContext, "context", "", "with --dry-run=server: the kubeconfig context")
 	f.StringVar(&o.dryRun, "dry-run", "", "server: send the writes to the cluster of --kubeconfig as server-side dry runs instead of admitting them offline")
@@ -128,32 +118,11 @@ func runAdmit(ctx context.Context, cmd *cobra.Command, o *admitOptions) error {
 }
 
 func admitOffline(ctx context.Context, o *admitOptions, writes []manifest.Object) ([]*admission.Result, error) {
-	lopts := manifest.DefaultOptions()
-	clusterObjs, err := manifest.LoadPaths(ctx, o.cluster, lopts)
+	state, opts, clusterObjs, err := o.clusterFlags.load(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var objs []*unstructured.Unstructured
-	for _, c := range clusterObjs {
-		objs = append(objs, c.Object)
-	}
-	state, err := admission.NewState(objs...)
-	if err != nil {
-		return nil, err
-	}
-	endpoints, err := parseEndpoints(o.endpoints)
-	if err != nil {
-		return nil, err
-	}
-	opts := admission.Options{
-		EnablePlugins:    o.enablePlugins,
-		DisablePlugins:   o.disablePlugins,
-		WebhookEndpoints: endpoints,
-		CallURLWebhooks:  o.callWebhooks,
-		FieldValidation:  o.fieldValidation,
-
-		ServiceClusterIPRange: o.serviceRange,
-	}
+	opts.FieldValidation = o.fieldValidation
 	chain, err := admission.NewChain(ctx, state, opts)
 	if err != nil {
 		return nil, withSource(err, clusterObjs)

@@ -10,27 +10,20 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/cluster"
 	"github.com/truce-dev/truce/cluster/live"
 	"github.com/truce-dev/truce/cluster/memory"
 	"github.com/truce-dev/truce/drift"
-	"github.com/truce-dev/truce/manifest"
 )
 
 type diffOptions struct {
-	cluster        []string
-	strategy       string
-	output         string
-	color          string
-	kubeconfig     string
-	kubeContext    string
-	endpoints      []string
-	callWebhooks   bool
-	enablePlugins  []string
-	disablePlugins []string
-	serviceRange   string
-	ref            string
+	clusterFlags
+	strategy    string
+	output      string
+	color       string
+	kubeconfig  string
+	kubeContext string
+	ref         string
 }
 
 // Strategy names on the command line.
@@ -94,17 +87,12 @@ Exit status, as flux diff: 0 no drift, 1 drift, 2 error.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringSliceVarP(&o.cluster, "cluster", "c", nil, "files or directories describing the in-process cluster: namespaces, CRDs, policies, webhook configurations, existing objects")
+	o.clusterFlags.register(f)
 	f.StringVar(&o.strategy, "strategy", strategyAuto, "how drift is decided: "+strategyListForUsage)
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	f.StringVar(&o.color, "color", "auto", "colour the text output: auto (when stdout is a terminal), always or never")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "compare with the cluster of this kubeconfig instead of the in-process one")
 	f.StringVar(&o.kubeContext, "context", "", "the kubeconfig context")
-	f.StringArrayVar(&o.endpoints, "webhook-endpoint", nil, "NAMESPACE/SERVICE=https://HOST:PORT: where a service-backed webhook is reachable from here (repeatable)")
-	f.BoolVar(&o.callWebhooks, "call-webhooks", false, "call webhooks configured with a URL (in-process cluster)")
-	f.StringSliceVar(&o.enablePlugins, "enable-admission-plugins", nil, "admission plugins to enable in addition to kube-apiserver's defaults (in-process cluster)")
-	f.StringSliceVar(&o.disablePlugins, "disable-admission-plugins", nil, "admission plugins to disable (in-process cluster)")
-	f.StringVar(&o.serviceRange, "service-cluster-ip-range", "10.0.0.0/24", "the cluster's --service-cluster-ip-range (in-process cluster)")
 	f.StringVar(&o.ref, "ref", "", "for a Git repository: the branch, tag or commit to read (default: its HEAD)")
 	return cmd
 }
@@ -183,29 +171,11 @@ func (o *diffOptions) openCluster(ctx context.Context) (cluster.Cluster, *memory
 		}
 		return c, nil, func() {}, nil
 	}
-	clusterObjs, err := manifest.LoadPaths(ctx, o.cluster, manifest.DefaultOptions())
+	state, opts, clusterObjs, err := o.clusterFlags.load(ctx)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	objs := make([]*unstructuredObject, 0, len(clusterObjs))
-	for _, c := range clusterObjs {
-		objs = append(objs, c.Object)
-	}
-	state, err := admission.NewState(objs...)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	endpoints, err := parseEndpoints(o.endpoints)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	mem, err := memory.New(ctx, state, admission.Options{
-		EnablePlugins:         o.enablePlugins,
-		DisablePlugins:        o.disablePlugins,
-		WebhookEndpoints:      endpoints,
-		CallURLWebhooks:       o.callWebhooks,
-		ServiceClusterIPRange: o.serviceRange,
-	})
+	mem, err := memory.New(ctx, state, opts)
 	if err != nil {
 		return nil, nil, nil, withSource(err, clusterObjs)
 	}

@@ -18,8 +18,6 @@ import (
 	"github.com/truce-dev/truce/schema"
 )
 
-type unstructuredObject = unstructured.Unstructured
-
 // repository is what a directory or Git repository holds: ordinary
 // manifests and the GitOps tools' settings.
 type repository struct {
@@ -116,8 +114,10 @@ func (o *diffOptions) buildStrategy(ctx context.Context, repo *repository, c clu
 			return nil, err
 		}
 		flux := &drift.Flux{Cluster: c}
-		for i, fr := range ignore.FluxRules(rules) {
-			flux.Rules = append(flux.Rules, drift.FluxRule{IgnoreRule: fr, Name: ruleLabel(rules[i])})
+		for _, r := range rules {
+			for _, fr := range ignore.FluxRules([]ignore.Rule{r}) {
+				flux.Rules = append(flux.Rules, drift.FluxRule{IgnoreRule: fr, Name: r.String()})
+			}
 		}
 		return flux, nil
 	case strategyArgoLegacy, strategyArgoSSD:
@@ -161,13 +161,6 @@ func (repo *repository) addFindings(set *ignore.Set) {
 	for _, f := range set.Ineffective(repo.objects()) {
 		repo.findings = append(repo.findings, f.String())
 	}
-}
-
-func ruleLabel(r ignore.Rule) string {
-	if r.Source != "" {
-		return r.Source + " " + r.Field
-	}
-	return r.Field
 }
 
 // typeConverters gives the Argo CD strategies type information: the
