@@ -39,9 +39,9 @@ const (
 	TrackingLabel        = "app.kubernetes.io/instance"
 )
 
-// mark adds the tracking mark to a desired object, as Argo CD does before
+// Mark adds the tracking mark to a desired object, as Argo CD does before
 // it compares or applies.
-func (t Tracking) mark(obj *unstructured.Unstructured) {
+func (t Tracking) Mark(obj *unstructured.Unstructured) {
 	if t.App == "" {
 		return
 	}
@@ -158,7 +158,7 @@ func report(out *Object, withRules, withoutRules *argocd.Result, ignored map[str
 		}
 	}
 	out.Notes = append(out.Notes, withRules.Notes...)
-	maskSecretFields(out.Fields)
+	maskSecretFields(out)
 	maskSecrets(out.Desired, out.Live)
 	sortFields(out.Fields)
 	out.settle()
@@ -248,7 +248,7 @@ func (s *ArgoLegacy) Diff(ctx context.Context, desired *unstructured.Unstructure
 
 func desiredMarked(desired *unstructured.Unstructured, t Tracking) *unstructured.Unstructured {
 	c := desired.DeepCopy()
-	t.mark(c)
+	t.Mark(c)
 	return c
 }
 

@@ -11,9 +11,9 @@ import (
 	"github.com/truce-dev/truce/admission"
 )
 
-// fieldsBetween lists the fields that differ between desired and live, leaf
+// FieldsBetween lists the fields that differ between desired and live, leaf
 // by leaf (lists of different length whole).
-func fieldsBetween(desired, live map[string]any) []Field {
+func FieldsBetween(desired, live map[string]any) []Field {
 	var out []Field
 	for _, p := range admission.Diff(desired, live) {
 		f := Field{Pointer: p}
@@ -75,7 +75,13 @@ func maskSecrets(desired, live map[string]any) {
 	}
 }
 
-func maskSecretFields(fields []Field) {
+// maskSecretFields masks the values of a Secret's data fields; other kinds
+// (a ConfigMap's data) are shown.
+func maskSecretFields(o *Object) {
+	if o.Kind != "Secret" || o.APIVersion != "v1" {
+		return
+	}
+	fields := o.Fields
 	for i := range fields {
 		p := fields[i].Pointer
 		if p == "/data" || p == "/stringData" || strings.HasPrefix(p, "/data/") || strings.HasPrefix(p, "/stringData/") {

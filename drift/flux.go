@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/fluxcd/pkg/ssa"
 	ssaerrors "github.com/fluxcd/pkg/ssa/errors"
@@ -35,7 +36,14 @@ type Flux struct {
 	Cluster cluster.Cluster
 	// FieldManager defaults to FluxFieldManager.
 	FieldManager string
-	Rules        []FluxRule
+	// Rules are the ignore rules. Their target selectors are compiled once
+	// and reused while the rules stay the same; to change a rule's target,
+	// set a new Selector (or new Rules) rather than editing it in place.
+	Rules []FluxRule
+
+	// selectors caches the compiled selectors of Rules (see
+	// compiledSelectors).
+	selectors atomic.Pointer[fluxSelectors]
 }
 
 // Name implements Strategy.
@@ -81,7 +89,7 @@ func (f *Flux) Diff(ctx context.Context, desired *unstructured.Unstructured) (*O
 		return out, nil
 	case ssa.ConfiguredAction:
 		out.Desired, out.Live = fluxView(dryRun), fluxView(existing)
-		out.Fields = fieldsBetween(out.Desired, out.Live)
+		out.Fields = FieldsBetween(out.Desired, out.Live)
 	}
 	matching := f.matchingRules(obj)
 	if len(matching) > 0 {
@@ -95,7 +103,7 @@ func (f *Flux) Diff(ctx context.Context, desired *unstructured.Unstructured) (*O
 			for _, fl := range out.Fields {
 				shown[fl.Pointer] = true
 			}
-			for _, fl := range fieldsBetween(fluxView(dryRun), fluxView(existing)) {
+			for _, fl := range FieldsBetween(fluxView(dryRun), fluxView(existing)) {
 				if shown[fl.Pointer] {
 					continue
 				}
@@ -111,7 +119,7 @@ func (f *Flux) Diff(ctx context.Context, desired *unstructured.Unstructured) (*O
 			}
 		}
 	}
-	maskSecretFields(out.Fields)
+	maskSecretFields(out)
 	maskSecrets(out.Desired, out.Live)
 	sortFields(out.Fields)
 	out.settle()
@@ -150,15 +158,64 @@ func toAny(m map[string]string) map[string]any {
 	return out
 }
 
+// matchingRules returns the rules whose target selects obj, in order: a
+// rule without a target selects every object, one whose target does not
+// compile none.
 func (f *Flux) matchingRules(obj *unstructured.Unstructured) []FluxRule {
+	rules := f.Rules
 	var out []FluxRule
-	for _, r := range f.Rules {
-		sr, err := jsondiff.NewSelectorRegex(r.Selector)
-		if err == nil && sr.MatchUnstructured(obj) {
-			out = append(out, r)
+	for i, sel := range f.compiledSelectors(rules).selectors {
+		if sel.err == nil && sel.regex.MatchUnstructured(obj) {
+			out = append(out, rules[i])
 		}
 	}
 	return out
+}
+
+// fluxSelectors are the compiled target selectors of a list of rules, one
+// per rule, in order.
+type fluxSelectors struct {
+	selectors []compiledSelector
+}
+
+// compiledSelector is one rule's compiled target.
+type compiledSelector struct {
+	// from is the Selector it was compiled from.
+	from *jsondiff.Selector
+	// regex is nil for a nil selector, which matches every object.
+	regex *jsondiff.SelectorRegex
+	err   error
+}
+
+// compiledSelectors returns the compiled selectors of rules (f.Rules),
+// compiling them on first use and again only when the rules changed since
+// (other rules, or a rule with another Selector). Compiled selectors are
+// never modified, so concurrent Diffs share them; two that race to compile
+// both compile, and either result is kept.
+func (f *Flux) compiledSelectors(rules []FluxRule) *fluxSelectors {
+	if c := f.selectors.Load(); c != nil && c.compiledFrom(rules) {
+		return c
+	}
+	c := &fluxSelectors{selectors: make([]compiledSelector, len(rules))}
+	for i, r := range rules {
+		c.selectors[i].from = r.Selector
+		c.selectors[i].regex, c.selectors[i].err = jsondiff.NewSelectorRegex(r.Selector)
+	}
+	f.selectors.Store(c)
+	return c
+}
+
+// compiledFrom reports whether c holds the selectors of rules.
+func (c *fluxSelectors) compiledFrom(rules []FluxRule) bool {
+	if len(rules) != len(c.selectors) {
+		return false
+	}
+	for i := range rules {
+		if rules[i].Selector != c.selectors[i].from {
+			return false
+		}
+	}
+	return true
 }
 
 // ruleFor names the first rule with a path that is pointer or a parent.

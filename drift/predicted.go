@@ -58,7 +58,7 @@ func (p *Predicted) Diff(ctx context.Context, desired *unstructured.Unstructured
 	for i := range out.Fields {
 		out.Fields[i].Origin = changeOrigin(res.Changes, out.Fields[i].Pointer)
 	}
-	maskSecretFields(out.Fields)
+	maskSecretFields(out)
 	maskSecrets(out.Desired, out.Live)
 	out.settle()
 	return out, nil
@@ -79,7 +79,7 @@ func gitView(obj map[string]any) map[string]any {
 // (compared whole). Fields only live has are not drift.
 func setFieldsBetween(desired, live map[string]any) []Field {
 	var out []Field
-	for _, f := range fieldsBetween(desired, live) {
+	for _, f := range FieldsBetween(desired, live) {
 		if !f.DesiredAbsent {
 			out = append(out, f)
 		}

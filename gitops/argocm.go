@@ -116,10 +116,10 @@ func (c *ArgoConfig) Rules() []ignore.Rule {
 	case "off", "false", "none":
 	case statusIgnoreCRD:
 		out = append(out, ignore.Rule{Tool: ignore.ArgoCD, Source: source, Field: field,
-			Target: ignore.Target{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}, JSONPointers: []string{"/status"}})
+			Target: ignore.Target{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}, JSONPointers: []string{"/status"}, Implied: true})
 	default: // "", "all" and unknown values: Argo CD ignores status everywhere
 		out = append(out, ignore.Rule{Tool: ignore.ArgoCD, Source: source, Field: field,
-			Target: ignore.Target{Group: "*", Kind: "*"}, JSONPointers: []string{"/status"}})
+			Target: ignore.Target{Group: "*", Kind: "*"}, JSONPointers: []string{"/status"}, Implied: true})
 	}
 	return out
 }

@@ -80,7 +80,7 @@ func TestParseArgoConfig(t *testing.T) {
 			Target:            ignore.Target{Group: "apps", Kind: "Deployment"},
 			JQPathExpressions: []string{`.spec.template.spec.containers[] | select(.name == "istio-proxy")`}, ManagedFieldsManagers: []string{"kube-controller-manager"}},
 		{Tool: ignore.ArgoCD, Source: src, Field: "data[resource.compareoptions].ignoreResourceStatusField",
-			Target: ignore.Target{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}, JSONPointers: []string{"/status"}},
+			Target: ignore.Target{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}, JSONPointers: []string{"/status"}, Implied: true},
 	}
 	if diff := cmp.Diff(want, cfg.Rules(), cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("rules (-want +got):\n%s", diff)
@@ -99,7 +99,7 @@ func TestDefaultArgoConfig(t *testing.T) {
 		t.Errorf("defaults: %+v", cfg)
 	}
 	want := []ignore.Rule{{Tool: ignore.ArgoCD, Source: "Argo CD default", Field: "resource.compareoptions.ignoreResourceStatusField: all",
-		Target: ignore.Target{Group: "*", Kind: "*"}, JSONPointers: []string{"/status"}}}
+		Target: ignore.Target{Group: "*", Kind: "*"}, JSONPointers: []string{"/status"}, Implied: true}}
 	if diff := cmp.Diff(want, cfg.Rules()); diff != "" {
 		t.Errorf("rules (-want +got):\n%s", diff)
 	}

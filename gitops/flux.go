@@ -3,6 +3,7 @@ package gitops
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/truce-dev/truce/drift/ignore"
 )
@@ -16,7 +17,10 @@ type FluxKustomization struct {
 	Path            string
 	Prune, Force    bool
 	TargetNamespace string
-	Ignore          []FluxIgnore
+	// Interval is spec.interval: how often kustomize-controller reconciles
+	// (and corrects drift) when nothing else triggers it.
+	Interval time.Duration
+	Ignore   []FluxIgnore
 }
 
 // FluxIgnore is one .spec.ignore entry. A nil Target selects every resource
@@ -57,6 +61,17 @@ func ParseFluxKustomization(o Object) (*FluxKustomization, []Warning, error) {
 		Prune:           r.boolean(m, "spec.prune", "spec", "prune"),
 		Force:           r.boolean(m, "spec.force", "spec", "force"),
 		TargetNamespace: r.str(m, "spec.targetNamespace", "spec", "targetNamespace"),
+	}
+	if v := r.str(m, "spec.interval", "spec", "interval"); v != "" {
+		d, err := time.ParseDuration(v)
+		switch {
+		case err != nil:
+			r.fail("spec.interval", "%q is not a duration such as 10m or 1h30m", v)
+		case d <= 0:
+			r.fail("spec.interval", "must be positive, got %s", v)
+		default:
+			k.Interval = d
+		}
 	}
 	for i, e := range r.maps(m, "spec.ignore", "spec", "ignore") {
 		if e == nil {

@@ -3,6 +3,7 @@ package gitops
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -41,7 +42,7 @@ func TestParseFluxKustomization(t *testing.T) {
 	}
 	want := &FluxKustomization{
 		Source: "clusters/prod/app.yaml:1", APIVersion: "kustomize.toolkit.fluxcd.io/v1", Name: "app", Namespace: "flux-system",
-		Path: "./apps/podinfo", Prune: true, TargetNamespace: "podinfo",
+		Path: "./apps/podinfo", Prune: true, TargetNamespace: "podinfo", Interval: 10 * time.Minute,
 		Ignore: []FluxIgnore{
 			{Paths: []string{"/spec/replicas"}, Target: &ignore.Target{Kind: "Deployment", Name: "podinfo"}},
 			{Paths: []string{"/metadata/annotations/example.com~1config-hash"}},
@@ -86,6 +87,10 @@ func TestParseFluxKustomizationErrors(t *testing.T) {
 			"ks.yaml:9: spec.ignore[0].paths: at least one JSON pointer is required"},
 		{"target not a map", "  - paths: [/a]\n    target: Deployment\n",
 			"ks.yaml:9: spec.ignore[0].target: want a map, got a string"},
+		{"interval", "  - paths: [/a]\n  interval: often\n",
+			`ks.yaml:9: spec.interval: "often" is not a duration`},
+		{"negative interval", "  - paths: [/a]\n  interval: -1m\n",
+			"ks.yaml:9: spec.interval: must be positive"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apiserver/pkg/endpoints/handlers/fieldmanager"
 
 	"github.com/truce-dev/truce/admission"
@@ -34,6 +35,9 @@ type Cluster struct {
 	// rv is the last resourceVersion handed out, etcd's revision.
 	rv    uint64
 	calls atomic.Int64
+	// observe, when set, sees the admission result of every write that is
+	// not a dry run.
+	observe func(admission.Request, *admission.Result)
 }
 
 var _ cluster.Cluster = (*Cluster)(nil)
@@ -66,6 +70,17 @@ func (c *Cluster) Close() {
 	c.chain.Close()
 }
 
+// Observe makes fn see the admission request and result of every write
+// that is not a dry run, allowed or not: which admission step changed which
+// field, and which webhooks could not be called. The simulation uses it to
+// name the other writer of a loop fought inside the GitOps tool's own
+// request. fn runs with the cluster locked and must not call it.
+func (c *Cluster) Observe(fn func(admission.Request, *admission.Result)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.observe = fn
+}
+
 // Calls returns how many requests the cluster answered.
 func (c *Cluster) Calls() int64 { return c.calls.Load() }
 
@@ -82,6 +97,14 @@ func (c *Cluster) RESTMapper() meta.RESTMapper {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.chain.Registry().RESTMapper()
+}
+
+// TypeConverter returns the structured type of a group version's kinds,
+// built-in or from the cluster's CRDs.
+func (c *Cluster) TypeConverter(gv k8sschema.GroupVersion) (managedfields.TypeConverter, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.chain.Registry().TypeConverter(gv)
 }
 
 // Get returns a copy of the stored object in ref's version.
@@ -201,6 +224,9 @@ func (c *Cluster) write(ctx context.Context, obj *unstructured.Unstructured, req
 	res, err := c.chain.Admit(ctx, req)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
+	}
+	if c.observe != nil && !dryRun {
+		c.observe(req, res)
 	}
 	if !res.Allowed {
 		return nil, &apierrors.StatusError{ErrStatus: metav1.Status{

@@ -25,6 +25,9 @@ func (s *Set) Ineffective(objs []*unstructured.Unstructured) []Finding {
 	var out []Finding
 	for _, c := range s.rules {
 		r := c.rule
+		if r.Implied {
+			continue
+		}
 		if len(r.JSONPointers)+len(r.JQPathExpressions)+len(r.ManagedFieldsManagers) == 0 {
 			out = append(out, Finding{Rule: r, Kind: NoEffect, Message: "rule has no " + r.pointerField() + " and ignores nothing"})
 			continue

@@ -65,6 +65,9 @@ type Rule struct {
 	JQPathExpressions []string
 	// ManagedFieldsManagers are field manager names (Argo CD only).
 	ManagedFieldsManagers []string
+	// Implied marks a rule the tool applies by itself (Argo CD ignoring
+	// status); it is never reported as doing nothing.
+	Implied bool
 }
 
 // String names the rule by its provenance: "file:line: field".

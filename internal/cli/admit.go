@@ -41,7 +41,7 @@ told dryRun: true.
 
 Exit status: 0 when every write is admitted, 1 when any is denied, 2 on error.`,
 		Example: `  # What does the API server store for this Deployment, given these policies?
-  truce admit -f examples/image-mirror/app -c examples/image-mirror/cluster
+  truce admit -f examples/image-mirror/app -f examples/image-mirror/batch -c examples/image-mirror/cluster
 
   # The same, as JSON for CI
   truce admit -f app/ -c cluster/ -o json

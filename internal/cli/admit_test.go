@@ -25,7 +25,7 @@ func TestAdmitExample(t *testing.T) {
 	}{
 		{
 			name:     "text",
-			args:     []string{"admit", "-f", "../../examples/image-mirror/app", "-c", "../../examples/image-mirror/cluster"},
+			args:     []string{"admit", "-f", "../../examples/image-mirror/app", "-f", "../../examples/image-mirror/batch", "-c", "../../examples/image-mirror/cluster"},
 			wantCode: 1,
 			wantOut: []string{
 				`batch.yaml:2  CREATE Deployment shop/batch: DENIED (422 Invalid): deployments.apps "batch" is forbidden: ValidatingAdmissionPolicy 'replica-limit.example.com' with binding 'replica-limit-binding.example.com' denied request: at most 5 replicas in a test environment`,
@@ -83,7 +83,7 @@ func TestAdmitExample(t *testing.T) {
 }
 
 func TestAdmitJSONContract(t *testing.T) {
-	code, out, errOut := run(t, "admit", "-o", "json", "-f", "../../examples/image-mirror/app", "-c", "../../examples/image-mirror/cluster")
+	code, out, errOut := run(t, "admit", "-o", "json", "-f", "../../examples/image-mirror/batch", "-f", "../../examples/image-mirror/app", "-c", "../../examples/image-mirror/cluster")
 	if code != 1 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}

@@ -26,7 +26,7 @@ func TestDiffExample(t *testing.T) {
 		{"argocd-legacy", map[string]string{"web": "Missing", "batch": "Missing"}},
 	} {
 		t.Run(tc.strategy, func(t *testing.T) {
-			out, errOut, code := runTruce(t, "diff", "../../examples/image-mirror/app", "-c", "../../examples/image-mirror/cluster",
+			out, errOut, code := runTruce(t, "diff", "../../examples/image-mirror/app", "../../examples/image-mirror/batch", "-c", "../../examples/image-mirror/cluster",
 				"--strategy", tc.strategy, "-o", "json")
 			if code != exitFound {
 				t.Fatalf("exit %d, want %d; stderr: %s", code, exitFound, errOut)
@@ -43,6 +43,9 @@ func TestDiffExample(t *testing.T) {
 			}
 			if report.Strategy != tc.strategy {
 				t.Errorf("strategy = %q", report.Strategy)
+			}
+			if len(report.Objects) != len(tc.status) {
+				t.Errorf("%d objects, want %d", len(report.Objects), len(tc.status))
 			}
 			for _, o := range report.Objects {
 				if tc.status[o.Name] != o.Status {

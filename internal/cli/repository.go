@@ -6,8 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/managedfields"
 
 	"github.com/truce-dev/truce/cluster"
 	"github.com/truce-dev/truce/cluster/memory"
@@ -15,7 +13,6 @@ import (
 	"github.com/truce-dev/truce/drift/ignore"
 	"github.com/truce-dev/truce/gitops"
 	"github.com/truce-dev/truce/manifest"
-	"github.com/truce-dev/truce/schema"
 )
 
 // repository is what a directory or Git repository holds: ordinary
@@ -131,7 +128,7 @@ func (o *diffOptions) buildStrategy(ctx context.Context, repo *repository, c clu
 		if app != nil {
 			tracking = drift.Tracking{App: app.Name, Method: string(s.ArgoConfig.TrackingMethod)}
 		}
-		tcs := typeConverters(ctx, c, mem)
+		tcs := drift.TypeConvertersFor(ctx, c)
 		if name == strategyArgoSSD {
 			include := app != nil && app.CompareOptions.IncludeMutationWebhook
 			return drift.NewArgoServerSide(c, include, set, tcs, tracking, s.ArgoConfig.IgnoreAggregatedRoles), nil
@@ -160,32 +157,5 @@ func reportIneffective(repo *repository, rules []ignore.Rule) error {
 func (repo *repository) addFindings(set *ignore.Set) {
 	for _, f := range set.Ineffective(repo.objects()) {
 		repo.findings = append(repo.findings, f.String())
-	}
-}
-
-// typeConverters gives the Argo CD strategies type information: the
-// in-process cluster's registry, or the built-in types plus the CRDs of the
-// live cluster.
-func typeConverters(ctx context.Context, c cluster.Cluster, mem *memory.Cluster) drift.TypeConverters {
-	if mem != nil {
-		return func(gv k8sschema.GroupVersion) (managedfields.TypeConverter, error) {
-			return mem.Chain().Registry().TypeConverter(gv)
-		}
-	}
-	var reg *schema.Registry
-	return func(gv k8sschema.GroupVersion) (managedfields.TypeConverter, error) {
-		if reg == nil {
-			var err error
-			if reg, err = schema.NewRegistry(); err != nil {
-				return nil, err
-			}
-		}
-		if tc, err := reg.TypeConverter(gv); err == nil {
-			return tc, nil
-		}
-		if err := addLiveCRDs(ctx, c, reg, gv.Group); err != nil {
-			return nil, err
-		}
-		return reg.TypeConverter(gv)
 	}
 }

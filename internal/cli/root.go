@@ -62,5 +62,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	root.AddCommand(newAdmitCommand())
 	root.AddCommand(newDiffCommand())
+	root.AddCommand(newCheckCommand())
+	root.AddCommand(newFixCommand())
 	return root
 }

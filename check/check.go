@@ -1,0 +1,224 @@
+// Package check is `truce check`: it reads a repository (manifests, the
+// cluster's admission configuration, Argo CD and Flux settings, the
+// controllers that write beside them), simulates every GitOps tool that
+// reconciles it against the in-process cluster, and for every object that
+// does not settle finds the narrowest fix and verifies it by simulating
+// again with the fix applied.
+package check
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/truce-dev/truce/admission"
+	"github.com/truce-dev/truce/cluster"
+	"github.com/truce-dev/truce/cluster/memory"
+	"github.com/truce-dev/truce/drift/ignore"
+	"github.com/truce-dev/truce/gitops"
+	"github.com/truce-dev/truce/manifest"
+	"github.com/truce-dev/truce/simulate"
+)
+
+// Input is what a check reads.
+type Input struct {
+	// Repository holds everything loaded from the repository: manifests,
+	// GitOps settings, writers documents, admission configuration.
+	Repository []manifest.Object
+	// Cluster holds the objects of the cluster described with -c
+	// (policies, bindings, webhook configurations, namespaces, CRDs,
+	// existing objects).
+	Cluster []manifest.Object
+}
+
+// Options configure a check.
+type Options struct {
+	Admission  admission.Options
+	Simulation simulate.Options
+}
+
+// Repository is a repository taken apart: what the GitOps tool applies,
+// what the cluster already has, and how the tools are configured.
+type Repository struct {
+	Desired []simulate.Desired
+	// Sources maps a desired object's Source string to its position.
+	Sources map[string]manifest.Source
+	// Base are the objects the cluster holds before the first sync: -c,
+	// the repository's admission configuration, its namespaces and CRDs.
+	Base     []manifest.Object
+	Settings *gitops.Settings
+	// writers are the writers documents; detect is false when one turns
+	// detection off.
+	writers []manifest.Object
+	detect  bool
+	// Findings are problems in the settings.
+	Findings []string
+}
+
+// admissionKinds are the repository objects that configure admission:
+// they are part of the cluster the manifests are applied to.
+var admissionKinds = map[string]bool{
+	"MutatingAdmissionPolicy":          true,
+	"MutatingAdmissionPolicyBinding":   true,
+	"ValidatingAdmissionPolicy":        true,
+	"ValidatingAdmissionPolicyBinding": true,
+	"MutatingWebhookConfiguration":     true,
+	"ValidatingWebhookConfiguration":   true,
+}
+
+// isAdmissionConfig reports whether obj configures admission. Webhook
+// configurations managed by cert-manager's cainjector stay manifests:
+// their caBundle is what the simulation is about.
+func isAdmissionConfig(obj *unstructured.Unstructured) bool {
+	gvk := obj.GroupVersionKind()
+	if gvk.Group != "admissionregistration.k8s.io" || !admissionKinds[gvk.Kind] {
+		return false
+	}
+	for k := range obj.GetAnnotations() {
+		if strings.HasPrefix(k, "cert-manager.io/inject-") {
+			return false
+		}
+	}
+	return true
+}
+
+// Split takes a repository apart.
+func Split(in Input) (*Repository, error) {
+	r := &Repository{Sources: map[string]manifest.Source{}, detect: true}
+	r.Base = append(r.Base, in.Cluster...)
+	var objs []gitops.Object
+	for _, o := range in.Repository {
+		if simulate.IsWritersDocument(o.Object) {
+			r.writers = append(r.writers, o)
+			continue
+		}
+		objs = append(objs, gitops.Object{Source: o.Source.String(), Unstructured: o.Object})
+	}
+	settings, rest, err := gitops.Discover(objs)
+	if err != nil {
+		return nil, err
+	}
+	r.Settings = settings
+	for _, w := range settings.Warnings {
+		r.Findings = append(r.Findings, w.String())
+	}
+	bySource := map[*unstructured.Unstructured]manifest.Object{}
+	for _, o := range in.Repository {
+		bySource[o.Object] = o
+	}
+	for _, o := range rest {
+		m := bySource[o.Unstructured]
+		if isAdmissionConfig(o.Unstructured) {
+			r.Base = append(r.Base, m)
+			continue
+		}
+		switch o.GetKind() {
+		case "Namespace", "CustomResourceDefinition":
+			// They exist before the application's objects are applied;
+			// the tool applies them too.
+			r.Base = append(r.Base, manifest.Object{Source: m.Source, Object: o.DeepCopy()})
+		}
+		r.Desired = append(r.Desired, simulate.Desired{Object: o.Unstructured, Source: o.Source})
+		r.Sources[o.Source] = m.Source
+	}
+	var rules []ignore.Rule
+	for _, app := range settings.Applications {
+		rules = append(rules, settings.ArgoRules(app)...)
+	}
+	for _, k := range settings.Kustomizations {
+		rules = append(rules, k.Rules()...)
+	}
+	if set, err := ignore.Compile(rules, ignore.Options{}); err == nil {
+		objs := make([]*unstructured.Unstructured, len(r.Desired))
+		for i, d := range r.Desired {
+			objs[i] = d.Object
+		}
+		for _, f := range set.Ineffective(objs) {
+			r.Findings = append(r.Findings, f.String())
+		}
+	}
+	for _, w := range r.writers {
+		if _, detect, err := simulate.ParseWriters(w.Object, w.Source.String()); err != nil {
+			return nil, err
+		} else if !detect {
+			r.detect = false
+		}
+	}
+	return r, nil
+}
+
+// Writers returns fresh writers for one run (writers keep state): those
+// declared, and those the manifests imply unless detection is off.
+func (r *Repository) Writers() ([]simulate.Writer, error) {
+	var out []simulate.Writer
+	var errs []error
+	for _, w := range r.writers {
+		ws, _, err := simulate.ParseWriters(w.Object, w.Source.String())
+		errs = append(errs, err)
+		out = append(out, ws...)
+	}
+	if r.detect {
+		out = append(out, simulate.DetectWriters(r.Desired)...)
+	}
+	return out, errors.Join(errs...)
+}
+
+// NewCluster returns a fresh in-process cluster holding the base objects.
+func (r *Repository) NewCluster(ctx context.Context, opts admission.Options) (*memory.Cluster, error) {
+	objs := make([]*unstructured.Unstructured, len(r.Base))
+	for i, o := range r.Base {
+		objs[i] = o.Object.DeepCopy()
+	}
+	state, err := admission.NewState(objs...)
+	if err != nil {
+		return nil, fmt.Errorf("the cluster's objects: %w", err)
+	}
+	return memory.New(ctx, state, opts)
+}
+
+// Simulate runs one setup on a fresh cluster, for desired (the setup's
+// own manifests, or a subset of them).
+func (r *Repository) Simulate(ctx context.Context, s *simulate.Setup, desired []simulate.Desired, opts Options) (*simulate.Result, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c, err := r.NewCluster(ctx, opts.Admission)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	writers, err := r.Writers()
+	if err != nil {
+		return nil, err
+	}
+	tool, err := s.Build(desired, simulate.Kinds(writers))
+	if err != nil {
+		return nil, err
+	}
+	res, err := simulate.Run(ctx, c, tool, writers, desired, opts.Simulation)
+	if err != nil {
+		return nil, err
+	}
+	res.Unit = s.Unit
+	return res, nil
+}
+
+// Setups are the simulations the repository calls for.
+func (r *Repository) Setups() ([]*simulate.Setup, error) {
+	return simulate.Setups(r.Settings, r.Desired)
+}
+
+// focus returns the manifests a re-run for one object needs: the object,
+// and the namespaces and CRDs it may need.
+func focus(desired []simulate.Desired, ref cluster.Ref) []simulate.Desired {
+	var out []simulate.Desired
+	for _, d := range desired {
+		k := d.Object.GetKind()
+		if k == "Namespace" || k == "CustomResourceDefinition" || cluster.RefOf(d.Object) == ref {
+			out = append(out, d)
+		}
+	}
+	return out
+}

@@ -1,0 +1,289 @@
+package check
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/yaml"
+
+	"github.com/truce-dev/truce/cluster"
+	"github.com/truce-dev/truce/fix"
+	"github.com/truce-dev/truce/report"
+	"github.com/truce-dev/truce/simulate"
+)
+
+// Loader loads the input again with some files replaced (path → content),
+// for verifying a fix; a nil Loader leaves fixes unverified.
+type Loader func(ctx context.Context, overlay map[string][]byte) (Input, error)
+
+// Outcome is a check's report, and the fixes behind it.
+type Outcome struct {
+	Report *report.Report
+	// Fixes are the candidates per problem, in the report's order of
+	// runs and objects; Chosen the first verified one (or nil).
+	Problems []*ProblemFixes
+}
+
+// ProblemFixes are the candidate fixes of one problem.
+type ProblemFixes struct {
+	Tool, Unit string
+	Ref        cluster.Ref
+	Verdict    simulate.Verdict
+	// Problem is what the fixes were made for; fix.Candidates remakes
+	// them over other file contents (fixes applied before).
+	Problem    fix.Problem
+	Candidates []*fix.Candidate
+	// Verdicts holds, per candidate, the verdict of the simulation with
+	// the fix applied ("" when not verified), and why not.
+	Verdicts []string
+	Notes    []string
+	Chosen   *fix.Candidate
+}
+
+// Check runs the simulations of a repository and finds the fixes.
+func Check(ctx context.Context, in Input, opts Options, load Loader, read fix.Reader) (*Outcome, error) {
+	repo, err := Prepare(ctx, in, opts)
+	if err != nil {
+		return nil, err
+	}
+	setups, err := repo.Setups()
+	if err != nil {
+		return nil, err
+	}
+	out := &Outcome{Report: &report.Report{}}
+	for _, f := range repo.Findings {
+		src, msg := splitFinding(f)
+		out.Report.Findings = append(out.Report.Findings, report.Finding{Source: src, Message: msg})
+	}
+	for _, s := range setups {
+		res, err := repo.Simulate(ctx, s, s.Desired, opts)
+		if err != nil {
+			return nil, fmt.Errorf("simulating %s: %w", unitName(s.Tool, s.Unit), err)
+		}
+		run := report.Run{Tool: res.Tool, Unit: res.Unit, Settings: res.Settings, Window: res.Window, Simulated: res.Simulated}
+		for _, o := range res.Objects {
+			ro := reportObject(o, res)
+			if o.Verdict.Problem() {
+				pf := repo.fixes(ctx, s, o, opts, load, read)
+				out.Problems = append(out.Problems, pf)
+				for i, c := range pf.Candidates {
+					rf := reportFix(c, pf.Verdicts[i])
+					if c == pf.Chosen {
+						ro.Fix = &rf
+					} else {
+						ro.Alternatives = append(ro.Alternatives, rf)
+					}
+				}
+			}
+			run.Objects = append(run.Objects, ro)
+		}
+		out.Report.Runs = append(out.Report.Runs, run)
+	}
+	return out, nil
+}
+
+// Prepare splits the input and gives namespaced manifests without a
+// namespace the one the API server would: "default".
+func Prepare(ctx context.Context, in Input, opts Options) (*Repository, error) {
+	repo, err := Split(in)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c, err := repo.NewCluster(ctx, opts.Admission)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	mapper := c.RESTMapper()
+	for i, d := range repo.Desired {
+		if d.Object.GetNamespace() != "" {
+			continue
+		}
+		gvk := d.Object.GroupVersionKind()
+		if m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil && m.Scope.Name() == meta.RESTScopeNameNamespace {
+			o := d.Object.DeepCopy()
+			o.SetNamespace("default")
+			repo.Desired[i].Object = o
+		}
+	}
+	return repo, nil
+}
+
+// fixes finds and verifies the fixes of one problem.
+func (r *Repository) fixes(ctx context.Context, s *simulate.Setup, o *simulate.Object, opts Options, load Loader, read fix.Reader) *ProblemFixes {
+	pf := &ProblemFixes{Tool: s.Tool, Unit: s.Unit, Ref: o.Ref, Verdict: o.Verdict}
+	p := fix.Problem{Tool: s.Tool, Object: o, Source: r.Sources[o.Source], ArgoConfig: r.Settings.ArgoConfig, Admission: r.Base}
+	for _, app := range r.Settings.Applications {
+		if s.Tool == "argocd" && app.Name == s.Unit {
+			p.App = app
+		}
+	}
+	for _, k := range r.Settings.Kustomizations {
+		if s.Tool == "flux" && k.Name == s.Unit {
+			p.Kustomization = k
+		}
+	}
+	pf.Problem = p
+	cands, skipped := fix.Candidates(p, read)
+	pf.Candidates = cands
+	pf.Notes = skipped
+	pf.Verdicts = make([]string, len(cands))
+	for i, c := range cands {
+		if load == nil {
+			pf.Verdicts[i] = ""
+			continue
+		}
+		v, err := r.verify(ctx, load, c, s, o, opts)
+		if err != nil {
+			pf.Notes = append(pf.Notes, fmt.Sprintf("%s: not verified: %v", c.Kind, err))
+			continue
+		}
+		pf.Verdicts[i] = string(v)
+		if pf.Chosen == nil && v == simulate.Synced {
+			pf.Chosen = c
+		}
+	}
+	return pf
+}
+
+// verify simulates again with the fix's files in place, for the object
+// alone (with its namespaces and CRDs), or for the whole unit when the
+// object is not in Git.
+func (r *Repository) verify(ctx context.Context, load Loader, c *fix.Candidate, s *simulate.Setup, o *simulate.Object, opts Options) (simulate.Verdict, error) {
+	in, err := load(ctx, c.Files)
+	if err != nil {
+		return "", err
+	}
+	r2, err := Prepare(ctx, in, opts)
+	if err != nil {
+		return "", err
+	}
+	setups, err := r2.Setups()
+	if err != nil {
+		return "", err
+	}
+	var s2 *simulate.Setup
+	for _, cand := range setups {
+		if cand.Tool == s.Tool && cand.Unit == s.Unit {
+			s2 = cand
+		}
+	}
+	if s2 == nil {
+		return "", fmt.Errorf("%s is gone with the fix applied", unitName(s.Tool, s.Unit))
+	}
+	desired := s2.Desired
+	if o.InGit {
+		desired = focus(desired, o.Ref)
+	}
+	res, err := r2.Simulate(ctx, s2, desired, opts)
+	if err != nil {
+		return "", err
+	}
+	for _, got := range res.Objects {
+		if got.Ref == o.Ref {
+			return got.Verdict, nil
+		}
+	}
+	// A copy that is no longer pruned is no longer reported.
+	return simulate.Synced, nil
+}
+
+func unitName(tool, unit string) string {
+	if unit == "" {
+		return tool + " (defaults)"
+	}
+	return tool + " " + unit
+}
+
+func splitFinding(f string) (string, string) {
+	// Findings read "file:line: field: message".
+	if i := strings.Index(f, ": "); i > 0 && strings.Contains(f[:i], ":") {
+		return f[:i], f[i+2:]
+	}
+	return "", f
+}
+
+func reportObject(o *simulate.Object, res *simulate.Result) report.Object {
+	ro := report.Object{Object: o.Ref.String(), Source: o.Source, Verdict: string(o.Verdict), Reason: o.Reason, Writes: o.Writes}
+	if o.Rejection != "" {
+		ro.Reason += ": " + o.Rejection
+	}
+	if l := o.Loop; l != nil {
+		ro.Loop = &report.Loop{Fields: l.Fields, Tool: l.Tool, Other: l.Other, OtherKind: l.OtherKind, Period: l.Period, WritesPerHour: l.WritesPerHour}
+	}
+	if d := o.Drift; d != nil {
+		for _, f := range d.Fields {
+			ro.Fields = append(ro.Fields, report.Field{Pointer: f.Pointer, Desired: value(f.Desired, f.DesiredAbsent),
+				Live: value(f.Live, f.LiveAbsent), Origin: f.Origin, IgnoredBy: f.IgnoredBy})
+		}
+		if o.Verdict.Problem() {
+			ro.Desired, ro.Live = toYAML(d.Desired), toYAML(d.Live)
+		}
+	}
+	if o.Verdict.Problem() {
+		for _, w := range res.Writes {
+			if w.Ref != o.Ref {
+				continue
+			}
+			ev := report.Event{At: w.At, Writer: w.Writer, ByTool: w.ByTool, Verb: w.Verb, Error: w.Error}
+			if strings.Contains(w.Verb, "create") && w.Error == "" {
+				ev.Changes = []string{"created"}
+			}
+			if w.Verb == "delete" && w.Error == "" {
+				ev.Changes = []string{"deleted"}
+			}
+			for _, f := range w.Fields {
+				if strings.Contains(w.Verb, "create") {
+					break
+				}
+				if strings.HasPrefix(f.Pointer, "/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration") {
+					continue
+				}
+				ev.Changes = append(ev.Changes, fmt.Sprintf("%s: %s → %s", f.Pointer, value(f.Desired, f.DesiredAbsent), value(f.Live, f.LiveAbsent)))
+			}
+			for _, a := range w.Admission {
+				ev.Admission = append(ev.Admission, a.By+" ("+strings.Join(a.Fields, ", ")+")")
+			}
+			ro.Timeline = append(ro.Timeline, ev)
+		}
+	}
+	return ro
+}
+
+func reportFix(c *fix.Candidate, verdict string) report.Fix {
+	f := report.Fix{Kind: c.Kind, Title: c.Title, Description: c.Description, Warning: c.Warning,
+		Verified: verdict == string(simulate.Synced), Verdict: verdict}
+	for _, p := range c.Paths() {
+		f.Edits = append(f.Edits, report.Edit{Path: p, New: c.Before[p] == nil, Diff: c.Diff(p)})
+	}
+	return f
+}
+
+func value(v any, absent bool) string {
+	if absent {
+		return "(absent)"
+	}
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func toYAML(m map[string]any) string {
+	if m == nil {
+		return ""
+	}
+	b, err := yaml.Marshal(m)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}

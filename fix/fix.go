@@ -1,0 +1,288 @@
+// Package fix proposes fixes for objects that do not settle, in the seeds'
+// order of preference, as edits to the user's files:
+//
+//  1. put the mutation in Git (the stored value written into the manifest,
+//     or a kustomize patch);
+//  2. switch mutate to validate (a ValidatingAdmissionPolicy in Warn that
+//     enforces the value, replacing the mutating binding);
+//  3. Argo CD server-side diff with IncludeMutationWebhook;
+//  4. narrow ignore rules (Argo CD ignoreDifferences with
+//     RespectIgnoreDifferences, or Flux spec.ignore), scoped to the object
+//     and fields of the loop.
+//
+// Plus, for copies pruned under label tracking, switching Argo CD to
+// annotation tracking. Package check verifies each candidate by simulating
+// again with the edits applied; package fix only writes edits, and every
+// edit goes through fix/yamledit, which keeps the rest of each file byte for
+// byte.
+package fix
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+
+	"github.com/truce-dev/truce/fix/yamledit"
+	"github.com/truce-dev/truce/gitops"
+	"github.com/truce-dev/truce/manifest"
+	"github.com/truce-dev/truce/simulate"
+)
+
+// Kinds of fixes, in order of preference.
+const (
+	KindGitValue           = "git-value"
+	KindValidatingPolicy   = "validating-policy"
+	KindServerSideDiff     = "argocd-server-side-diff"
+	KindIgnoreRule         = "ignore-rule"
+	KindTrackingAnnotation = "tracking-annotation"
+)
+
+// Problem is an object that does not settle, with what a fix needs to know.
+type Problem struct {
+	// Tool is "argocd" or "flux"; App or Kustomization is the unit's
+	// settings (nil when the tool ran with its defaults).
+	Tool          string
+	App           *gitops.ArgoApplication
+	Kustomization *gitops.FluxKustomization
+	ArgoConfig    *gitops.ArgoConfig
+	Object        *simulate.Object
+	// Source is the manifest's position; zero for objects not in Git.
+	Source manifest.Source
+	// Admission are the objects configuring admission, with their files
+	// (for replacing a mutating binding).
+	Admission []manifest.Object
+}
+
+// Candidate is one proposed fix.
+type Candidate struct {
+	Kind, Title, Description, Warning string
+	// Files holds the new content of every file the fix writes; Before the
+	// old content (nil for files it creates).
+	Files  map[string][]byte
+	Before map[string][]byte
+}
+
+// Paths lists the files the fix writes, sorted.
+func (c *Candidate) Paths() []string {
+	out := make([]string, 0, len(c.Files))
+	for p := range c.Files {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Diff is a unified diff of one file the fix writes.
+func (c *Candidate) Diff(path string) string {
+	before := string(c.Before[path])
+	from := path
+	if c.Before[path] == nil {
+		from = "/dev/null"
+	}
+	d, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A: difflib.SplitLines(before), B: difflib.SplitLines(string(c.Files[path])),
+		FromFile: from, ToFile: path, Context: 3,
+	})
+	return d
+}
+
+// Reader reads the user's files; os.ReadFile by default.
+type Reader func(path string) ([]byte, error)
+
+// Candidates returns the fixes that apply to p, in order of preference.
+// A fix that cannot be written (no file to edit, an edit the YAML editor
+// refuses) is left out, with the reason in skipped.
+func Candidates(p Problem, read Reader) (out []*Candidate, skipped []string) {
+	if read == nil {
+		read = os.ReadFile
+	}
+	e := &editor{read: read, files: map[string]*yamledit.File{}}
+	o := p.Object
+	add := func(kind string, c *Candidate, err error) {
+		if err != nil {
+			skipped = append(skipped, fmt.Sprintf("%s: %v", kind, err))
+			return
+		}
+		if c != nil {
+			c.Kind = kind
+			out = append(out, c)
+		}
+	}
+	switch o.Verdict {
+	case simulate.Loop, simulate.OutOfSync:
+		if !o.InGit {
+			break
+		}
+		fields, values := p.stored()
+		admissionLoop := o.Loop == nil || o.Loop.OtherKind == "admission"
+		if admissionLoop && len(fields) > 0 {
+			c, err := e.fresh().gitValue(p, fields, values)
+			add(KindGitValue, c, err)
+			c, err = e.fresh().validatingPolicy(p, fields, values)
+			add(KindValidatingPolicy, c, err)
+			if p.Tool == "argocd" {
+				c, err = e.fresh().serverSideDiff(p)
+				add(KindServerSideDiff, c, err)
+			}
+		}
+		if len(p.loopFields()) > 0 {
+			c, err := e.fresh().ignoreRule(p)
+			add(KindIgnoreRule, c, err)
+		}
+	case simulate.Pruned:
+		c, err := e.fresh().trackingAnnotation(p)
+		add(KindTrackingAnnotation, c, err)
+	}
+	if o.Verdict == simulate.Loop && !o.InGit {
+		c, err := e.fresh().trackingAnnotation(p)
+		add(KindTrackingAnnotation, c, err)
+	}
+	return out, skipped
+}
+
+// loopFields are the fields to fix: the loop's, or the drifted ones.
+func (p Problem) loopFields() []string {
+	if p.Object.Loop != nil {
+		var out []string
+		for _, f := range p.Object.Loop.Fields {
+			if f != "/" {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	var out []string
+	if p.Object.Drift != nil {
+		for _, f := range p.Object.Drift.Fields {
+			if f.IgnoredBy == "" {
+				out = append(out, f.Pointer)
+			}
+		}
+	}
+	return out
+}
+
+// stored returns the loop's fields with the value the cluster stores for
+// each, from the tool's last comparison.
+func (p Problem) stored() ([]string, map[string]any) {
+	values := map[string]any{}
+	var fields []string
+	if p.Object.Drift == nil {
+		return nil, values
+	}
+	want := map[string]bool{}
+	for _, f := range p.loopFields() {
+		want[f] = true
+	}
+	for _, f := range p.Object.Drift.Fields {
+		if !want[f.Pointer] || f.IgnoredBy != "" || f.LiveAbsent {
+			continue
+		}
+		fields = append(fields, f.Pointer)
+		values[f.Pointer] = f.Live
+	}
+	sort.Strings(fields)
+	return fields, values
+}
+
+// editor reads and edits files, keeping each file parsed once per fix.
+type editor struct {
+	read   Reader
+	files  map[string]*yamledit.File
+	before map[string][]byte
+	// created holds files the fix creates.
+	created map[string][]byte
+}
+
+func (e *editor) fresh() *editor {
+	return &editor{read: e.read, files: map[string]*yamledit.File{}, before: map[string][]byte{}, created: map[string][]byte{}}
+}
+
+func (e *editor) file(path string) (*yamledit.File, error) {
+	if f, ok := e.files[path]; ok {
+		return f, nil
+	}
+	data, err := e.read(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	f, err := yamledit.Parse(path, data)
+	if err != nil {
+		return nil, err
+	}
+	e.files[path] = f
+	e.before[path] = data
+	return f, nil
+}
+
+// doc returns the file and document index of a manifest position.
+func (e *editor) doc(src manifest.Source) (*yamledit.File, int, error) {
+	if src.File == "" || src.Line == 0 {
+		return nil, 0, fmt.Errorf("no file and line to edit")
+	}
+	f, err := e.file(src.File)
+	if err != nil {
+		return nil, 0, err
+	}
+	i, err := f.DocumentAt(src.Line)
+	if err != nil {
+		return nil, 0, err
+	}
+	return f, i, nil
+}
+
+// docOf is doc for a "file:line" string.
+func (e *editor) docOf(source string) (*yamledit.File, int, error) {
+	src, err := parseSource(source)
+	if err != nil {
+		return nil, 0, err
+	}
+	return e.doc(src)
+}
+
+func parseSource(s string) (manifest.Source, error) {
+	if i := strings.Index(s, " (kustomization "); i >= 0 {
+		s = s[:i]
+	}
+	i := strings.LastIndex(s, ":")
+	if i <= 0 {
+		return manifest.Source{}, fmt.Errorf("%q names no line", s)
+	}
+	var line int
+	if _, err := fmt.Sscanf(s[i+1:], "%d", &line); err != nil || line <= 0 {
+		return manifest.Source{}, fmt.Errorf("%q names no line", s)
+	}
+	return manifest.Source{File: s[:i], Line: line}, nil
+}
+
+// candidate collects the edits made so far.
+func (e *editor) candidate(title, description, warning string) *Candidate {
+	c := &Candidate{Title: title, Description: description, Warning: warning, Files: map[string][]byte{}, Before: map[string][]byte{}}
+	for path, f := range e.files {
+		if f.Changed() {
+			c.Files[path] = f.Bytes()
+			c.Before[path] = e.before[path]
+		}
+	}
+	for path, data := range e.created {
+		c.Files[path] = data
+		c.Before[path] = nil
+	}
+	return c
+}
+
+// newFileNear returns a path for a file the fix creates next to dir's
+// files, not overwriting anything.
+func newFileNear(dir, base string, read Reader) string {
+	p := filepath.Join(dir, base+".yaml")
+	for i := 2; ; i++ {
+		if _, err := read(p); err != nil {
+			return p
+		}
+		p = filepath.Join(dir, fmt.Sprintf("%s-%d.yaml", base, i))
+	}
+}

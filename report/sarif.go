@@ -1,0 +1,569 @@
+package report
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// SARIF 2.1.0, as code scanning (GitHub, GitLab, Azure DevOps, IDE viewers)
+// reads it. One SARIF run for the whole check: GitHub no longer merges
+// several runs of one tool in an upload, so the GitOps tool and unit of each
+// result are in its message and properties instead.
+
+const (
+	sarifSchema  = "https://json.schemastore.org/sarif-2.1.0.json"
+	sarifVersion = "2.1.0"
+	// sarifFingerprint identifies a result across commits even when the
+	// manifest moves within its file.
+	sarifFingerprint = "truceObject/v1"
+)
+
+type sarifLog struct {
+	Schema  string     `json:"$schema"`
+	Version string     `json:"version"`
+	Runs    []sarifRun `json:"runs"`
+}
+
+type sarifRun struct {
+	Tool       sarifTool           `json:"tool"`
+	Results    []sarifResult       `json:"results"`
+	Properties *sarifRunProperties `json:"properties,omitempty"`
+}
+
+type sarifRunProperties struct {
+	Repository string           `json:"repository,omitempty"`
+	Runs       []sarifRunSketch `json:"simulations,omitempty"`
+}
+
+// sarifRunSketch describes one simulation of the report.
+type sarifRunSketch struct {
+	Tool             string  `json:"tool"`
+	Unit             string  `json:"unit,omitempty"`
+	Settings         string  `json:"settings,omitempty"`
+	WindowSeconds    float64 `json:"windowSeconds"`
+	SimulatedSeconds float64 `json:"simulatedSeconds"`
+	Objects          int     `json:"objects"`
+}
+
+type sarifTool struct {
+	Driver sarifDriver `json:"driver"`
+}
+
+type sarifDriver struct {
+	Name           string      `json:"name"`
+	Version        string      `json:"version,omitempty"`
+	InformationURI string      `json:"informationUri"`
+	Rules          []sarifRule `json:"rules"`
+}
+
+type sarifRule struct {
+	ID                   string            `json:"id"`
+	Name                 string            `json:"name"`
+	ShortDescription     sarifMessage      `json:"shortDescription"`
+	FullDescription      sarifMessage      `json:"fullDescription"`
+	HelpURI              string            `json:"helpUri"`
+	Help                 sarifMessage      `json:"help"`
+	DefaultConfiguration sarifRuleConfig   `json:"defaultConfiguration"`
+	Properties           sarifRuleProperty `json:"properties"`
+}
+
+type sarifRuleConfig struct {
+	Level string `json:"level"`
+}
+
+type sarifRuleProperty struct {
+	Tags []string `json:"tags"`
+}
+
+type sarifMessage struct {
+	Text     string `json:"text"`
+	Markdown string `json:"markdown,omitempty"`
+}
+
+type sarifResult struct {
+	RuleID              string            `json:"ruleId"`
+	RuleIndex           int               `json:"ruleIndex"`
+	Level               string            `json:"level"`
+	Message             sarifMessage      `json:"message"`
+	Locations           []sarifLocation   `json:"locations"`
+	PartialFingerprints map[string]string `json:"partialFingerprints"`
+	Fixes               []sarifFix        `json:"fixes,omitempty"`
+	Properties          *sarifResultProps `json:"properties,omitempty"`
+	sortKey             sarifResultSortKey
+}
+
+type sarifResultSortKey struct {
+	uri                      string
+	line                     int
+	tool, unit, object, rule string
+}
+
+type sarifResultProps struct {
+	Tool    string     `json:"tool,omitempty"`
+	Unit    string     `json:"unit,omitempty"`
+	Object  string     `json:"object,omitempty"`
+	Verdict string     `json:"verdict,omitempty"`
+	Writes  int        `json:"writes,omitempty"`
+	Loop    *sarifLoop `json:"loop,omitempty"`
+	Fields  []string   `json:"fields,omitempty"`
+}
+
+type sarifLoop struct {
+	Fields        []string `json:"fields"`
+	Tool          string   `json:"tool"`
+	Other         string   `json:"other"`
+	OtherKind     string   `json:"otherKind,omitempty"`
+	PeriodSeconds float64  `json:"periodSeconds"`
+	WritesPerHour float64  `json:"writesPerHour"`
+}
+
+type sarifLocation struct {
+	PhysicalLocation *sarifPhysicalLocation `json:"physicalLocation,omitempty"`
+	LogicalLocations []sarifLogicalLocation `json:"logicalLocations,omitempty"`
+}
+
+type sarifPhysicalLocation struct {
+	ArtifactLocation sarifArtifactLocation `json:"artifactLocation"`
+	Region           *sarifRegion          `json:"region,omitempty"`
+}
+
+type sarifArtifactLocation struct {
+	URI string `json:"uri"`
+}
+
+// sarifRegion is a line region (StartLine > 0) or a character region
+// (CharOffset set).
+type sarifRegion struct {
+	StartLine   int  `json:"startLine,omitempty"`
+	StartColumn int  `json:"startColumn,omitempty"`
+	EndLine     int  `json:"endLine,omitempty"`
+	EndColumn   int  `json:"endColumn,omitempty"`
+	CharOffset  *int `json:"charOffset,omitempty"`
+	CharLength  *int `json:"charLength,omitempty"`
+}
+
+type sarifLogicalLocation struct {
+	Name               string `json:"name"`
+	FullyQualifiedName string `json:"fullyQualifiedName"`
+	Kind               string `json:"kind"`
+}
+
+type sarifFix struct {
+	Description     sarifMessage          `json:"description"`
+	ArtifactChanges []sarifArtifactChange `json:"artifactChanges"`
+}
+
+type sarifArtifactChange struct {
+	ArtifactLocation sarifArtifactLocation `json:"artifactLocation"`
+	Replacements     []sarifReplacement    `json:"replacements"`
+}
+
+type sarifReplacement struct {
+	DeletedRegion   sarifRegion              `json:"deletedRegion"`
+	InsertedContent *sarifArtifactContentTxt `json:"insertedContent,omitempty"`
+}
+
+type sarifArtifactContentTxt struct {
+	Text string `json:"text"`
+}
+
+// WriteSARIF writes the report as a SARIF 2.1.0 log: one result per
+// problem (every verdict but Synced) and per Finding, with the verified fix
+// as a SARIF fix when its edits are unified diffs.
+func WriteSARIF(w io.Writer, r *Report, toolVersion string) error {
+	rules, index := sarifRules(r)
+	run := sarifRun{
+		Tool: sarifTool{Driver: sarifDriver{
+			Name:           "truce",
+			Version:        toolVersion,
+			InformationURI: "https://github.com/truce-dev/truce",
+			Rules:          rules,
+		}},
+		Results: []sarifResult{},
+	}
+	props := &sarifRunProperties{Repository: r.Repository}
+	for i := range r.Runs {
+		ru := &r.Runs[i]
+		props.Runs = append(props.Runs, sarifRunSketch{
+			Tool: ru.Tool, Unit: ru.Unit, Settings: ru.Settings,
+			WindowSeconds: ru.Window.Seconds(), SimulatedSeconds: ru.Simulated.Seconds(),
+			Objects: len(ru.Objects),
+		})
+		for j := range ru.Objects {
+			o := &ru.Objects[j]
+			if !o.Problem() {
+				continue
+			}
+			run.Results = append(run.Results, sarifObjectResult(ru, o, index))
+		}
+	}
+	for _, f := range r.Findings {
+		run.Results = append(run.Results, sarifFindingResult(f, index))
+	}
+	if props.Repository != "" || len(props.Runs) > 0 {
+		run.Properties = props
+	}
+	slices.SortStableFunc(run.Results, func(a, b sarifResult) int {
+		ka, kb := a.sortKey, b.sortKey
+		// Results with a file first, by file and line.
+		if c := cmp.Compare(boolRank(ka.uri == ""), boolRank(kb.uri == "")); c != 0 {
+			return c
+		}
+		return cmp.Or(
+			cmp.Compare(ka.uri, kb.uri),
+			cmp.Compare(ka.line, kb.line),
+			cmp.Compare(ka.tool, kb.tool),
+			cmp.Compare(ka.unit, kb.unit),
+			cmp.Compare(ka.object, kb.object),
+			cmp.Compare(ka.rule, kb.rule),
+			cmp.Compare(a.Message.Text, b.Message.Text),
+		)
+	})
+	log := sarifLog{Schema: sarifSchema, Version: sarifVersion, Runs: []sarifRun{run}}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(log)
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// sarifRules lists the rules: every known problem verdict and the settings
+// rule always, in a fixed order (so rule indexes are stable), then rules
+// for verdicts this version does not know, by id.
+func sarifRules(r *Report) ([]sarifRule, map[string]int) {
+	var metas []verdictMeta
+	for _, m := range verdictMetas {
+		if m.Problem {
+			metas = append(metas, m)
+		}
+	}
+	metas = append(metas, settingMeta)
+	known := len(metas)
+	seen := map[string]bool{}
+	for _, m := range metas {
+		seen[m.Rule] = true
+	}
+	for _, run := range r.Runs {
+		for _, o := range run.Objects {
+			if m := metaOf(o.Verdict); o.Problem() && !seen[m.Rule] {
+				seen[m.Rule] = true
+				metas = append(metas, m)
+			}
+		}
+	}
+	slices.SortFunc(metas[known:], func(a, b verdictMeta) int { return cmp.Compare(a.Rule, b.Rule) })
+
+	rules := make([]sarifRule, len(metas))
+	index := map[string]int{}
+	for i, m := range metas {
+		index[m.Rule] = i
+		rules[i] = sarifRule{
+			ID:               m.Rule,
+			Name:             m.Name,
+			ShortDescription: sarifMessage{Text: m.Short},
+			FullDescription:  sarifMessage{Text: m.Full},
+			HelpURI:          m.helpURI(),
+			Help: sarifMessage{
+				Text:     m.Full + " See " + m.helpURI(),
+				Markdown: m.Full + "\n\nSee [docs/check.md](" + m.helpURI() + ").",
+			},
+			DefaultConfiguration: sarifRuleConfig{Level: m.Level},
+			Properties:           sarifRuleProperty{Tags: []string{"gitops", "kubernetes", "truce"}},
+		}
+	}
+	return rules, index
+}
+
+func sarifObjectResult(run *Run, o *Object, index map[string]int) sarifResult {
+	m := metaOf(o.Verdict)
+	text := fmt.Sprintf("%s under %s: %s", o.Object, runTitle(run), sentence(o.Reason))
+	md := fmt.Sprintf("**%s** `%s` under %s: %s", o.Verdict, o.Object, runTitle(run), sentence(o.Reason))
+	if fix := fixSummary(o); fix != "" {
+		text += " " + fix
+		md += " " + fix
+	}
+	if o.Loop != nil {
+		md += fmt.Sprintf("\n\nLoop on %s between `%s` and `%s` (%s): every %s, %s writes/hour.",
+			codeList(o.Loop.Fields), o.Loop.Tool, o.Loop.Other, o.Loop.OtherKind,
+			clockDuration(o.Loop.Period), strconv.FormatFloat(o.Loop.WritesPerHour, 'f', -1, 64))
+	}
+
+	res := sarifResult{
+		RuleID:    m.Rule,
+		RuleIndex: index[m.Rule],
+		Level:     m.Level,
+		Message:   sarifMessage{Text: text, Markdown: md},
+		PartialFingerprints: map[string]string{
+			sarifFingerprint: fingerprint(run.Tool, run.Unit, o.Object, m.Rule),
+		},
+		Properties: &sarifResultProps{
+			Tool: run.Tool, Unit: run.Unit, Object: o.Object, Verdict: o.Verdict, Writes: o.Writes,
+		},
+	}
+	for _, f := range o.Fields {
+		res.Properties.Fields = append(res.Properties.Fields, f.Pointer)
+	}
+	if l := o.Loop; l != nil {
+		res.Properties.Loop = &sarifLoop{
+			Fields: l.Fields, Tool: l.Tool, Other: l.Other, OtherKind: l.OtherKind,
+			PeriodSeconds: l.Period.Seconds(), WritesPerHour: l.WritesPerHour,
+		}
+	}
+	loc, key := sarifLocationOf(o.Source, o.Object)
+	res.Locations = []sarifLocation{loc}
+	res.sortKey = key
+	res.sortKey.tool, res.sortKey.unit, res.sortKey.object, res.sortKey.rule = run.Tool, run.Unit, o.Object, m.Rule
+	if o.Fix != nil {
+		if fix, ok := sarifFixOf(o.Fix); ok {
+			res.Fixes = []sarifFix{fix}
+		}
+	}
+	return res
+}
+
+func sarifFindingResult(f Finding, index map[string]int) sarifResult {
+	res := sarifResult{
+		RuleID:              settingMeta.Rule,
+		RuleIndex:           index[settingMeta.Rule],
+		Level:               settingMeta.Level,
+		Message:             sarifMessage{Text: sentence(f.Message)},
+		PartialFingerprints: map[string]string{sarifFingerprint: fingerprint("setting", f.Source, f.Message)},
+	}
+	loc, key := sarifLocationOf(f.Source, "")
+	if loc.PhysicalLocation == nil && loc.LogicalLocations == nil {
+		loc.LogicalLocations = []sarifLogicalLocation{{Name: "settings", FullyQualifiedName: "settings", Kind: "resource"}}
+	}
+	res.Locations = []sarifLocation{loc}
+	res.sortKey = key
+	res.sortKey.rule = settingMeta.Rule
+	return res
+}
+
+// runTitle names a run for a sentence: "Argo CD (shop)".
+func runTitle(run *Run) string {
+	if run.Unit == "" {
+		return toolTitle(run.Tool)
+	}
+	return toolTitle(run.Tool) + " (" + run.Unit + ")"
+}
+
+func codeList(items []string) string {
+	q := make([]string, len(items))
+	for i, s := range items {
+		q[i] = "`" + s + "`"
+	}
+	return strings.Join(q, ", ")
+}
+
+func fingerprint(parts ...string) string {
+	h := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	return hex.EncodeToString(h[:16])
+}
+
+// sarifLocationOf locates a manifest: its file and line, or, for an object
+// not in Git, its name as a logical location.
+func sarifLocationOf(source, object string) (sarifLocation, sarifResultSortKey) {
+	if source == "" {
+		if object == "" {
+			return sarifLocation{}, sarifResultSortKey{}
+		}
+		name := object
+		if i := strings.LastIndexAny(object, " /"); i >= 0 {
+			name = object[i+1:]
+		}
+		return sarifLocation{LogicalLocations: []sarifLogicalLocation{{
+			Name: name, FullyQualifiedName: object, Kind: "resource",
+		}}}, sarifResultSortKey{}
+	}
+	path, line := splitSource(source)
+	uri := sourceURI(path)
+	pl := &sarifPhysicalLocation{ArtifactLocation: sarifArtifactLocation{URI: uri}}
+	if line > 0 {
+		pl.Region = &sarifRegion{StartLine: line}
+	}
+	return sarifLocation{PhysicalLocation: pl}, sarifResultSortKey{uri: uri, line: line}
+}
+
+// sarifFixOf turns a fix into a SARIF fix. ok is false when an edit is not
+// a unified diff truce can turn into replacements; the fix is then only
+// named in the result's message.
+func sarifFixOf(f *Fix) (sarifFix, bool) {
+	if len(f.Edits) == 0 {
+		return sarifFix{}, false
+	}
+	var text, md strings.Builder
+	text.WriteString(sentence(f.Title))
+	md.WriteString("**" + sentence(f.Title) + "**")
+	if f.Description != "" {
+		text.WriteString(" " + sentence(f.Description))
+		md.WriteString(" " + sentence(f.Description))
+	}
+	if f.Verified {
+		v := cmp.Or(f.Verdict, "Synced")
+		text.WriteString(" Verified: the simulation with this fix gives " + v + ".")
+		md.WriteString(" Verified: the simulation with this fix gives " + v + ".")
+	}
+	if f.Warning != "" {
+		text.WriteString(" Warning: " + sentence(f.Warning))
+		md.WriteString("\n\n> **Warning:** " + sentence(f.Warning))
+	}
+	fix := sarifFix{}
+	for _, e := range f.Edits {
+		reps, err := replacementsOf(e)
+		if err != nil {
+			return sarifFix{}, false
+		}
+		fix.ArtifactChanges = append(fix.ArtifactChanges, sarifArtifactChange{
+			ArtifactLocation: sarifArtifactLocation{URI: sourceURI(e.Path)},
+			Replacements:     reps,
+		})
+		diff := strings.TrimRight(e.Diff, "\n")
+		text.WriteString("\n\n" + diff)
+		md.WriteString("\n\n`" + e.Path + "`")
+		if e.New {
+			md.WriteString(" (new file)")
+		}
+		md.WriteString(":\n\n```diff\n" + diff + "\n```")
+	}
+	fix.Description = sarifMessage{Text: text.String(), Markdown: md.String()}
+	return fix, true
+}
+
+var hunkHeader = regexp.MustCompile(`^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@`)
+
+// replacementsOf turns a unified diff into SARIF replacements: each run of
+// removed and added lines becomes the deletion of those whole lines
+// (start of the first to start of the line after the last) and the
+// insertion of the new ones. A new file is one insertion at offset 0.
+func replacementsOf(e Edit) ([]sarifReplacement, error) {
+	lines := strings.Split(strings.TrimSuffix(e.Diff, "\n"), "\n")
+	var (
+		reps        []sarifReplacement
+		inHunk      bool
+		oldLine     int
+		oldLeft     int // lines of the hunk's old side still to read
+		newLeft     int
+		start, dels int
+		ins         []string
+		pending     bool
+		created     strings.Builder
+		sawHunk     bool
+		newFile     = e.New
+	)
+	flush := func() {
+		if !pending {
+			return
+		}
+		rep := sarifReplacement{DeletedRegion: sarifRegion{
+			StartLine: start, StartColumn: 1, EndLine: start + dels, EndColumn: 1,
+		}}
+		if len(ins) > 0 {
+			rep.InsertedContent = &sarifArtifactContentTxt{Text: strings.Join(ins, "\n") + "\n"}
+		}
+		reps = append(reps, rep)
+		pending, dels, ins = false, 0, nil
+	}
+	for _, l := range lines {
+		if m := hunkHeader.FindStringSubmatch(l); m != nil {
+			if inHunk && (oldLeft != 0 || newLeft != 0) {
+				return nil, fmt.Errorf("%s: hunk shorter than its header", e.Path)
+			}
+			flush()
+			oldStart, _ := strconv.Atoi(m[1])
+			oldLeft = 1
+			if m[2] != "" {
+				oldLeft, _ = strconv.Atoi(m[2])
+			}
+			newLeft = 1
+			if m[4] != "" {
+				newLeft, _ = strconv.Atoi(m[4])
+			}
+			oldLine = oldStart
+			if oldLeft == 0 {
+				// "-5,0": insert after line 5.
+				oldLine = oldStart + 1
+				if oldStart == 0 {
+					newFile = true
+				}
+			}
+			inHunk, sawHunk = true, true
+			continue
+		}
+		if !inHunk {
+			continue // headers: diff, index, ---, +++
+		}
+		if oldLeft == 0 && newLeft == 0 {
+			// Past the hunk: trailing text, or the next file's headers.
+			inHunk = false
+			continue
+		}
+		op, body := byte(' '), ""
+		if l != "" {
+			op, body = l[0], l[1:]
+		}
+		switch op {
+		case ' ':
+			flush()
+			oldLine++
+			oldLeft--
+			newLeft--
+		case '-':
+			if !pending {
+				pending, start = true, oldLine
+			}
+			dels++
+			oldLine++
+			oldLeft--
+		case '+':
+			if newFile {
+				created.WriteString(body + "\n")
+				newLeft--
+				continue
+			}
+			if !pending {
+				pending, start = true, oldLine
+			}
+			ins = append(ins, body)
+			newLeft--
+		case '\\':
+			// "\ No newline at end of file"
+		default:
+			return nil, fmt.Errorf("%s: unexpected diff line %q", e.Path, l)
+		}
+		if oldLeft < 0 || newLeft < 0 {
+			return nil, fmt.Errorf("%s: hunk longer than its header", e.Path)
+		}
+	}
+	if inHunk && (oldLeft != 0 || newLeft != 0) {
+		return nil, fmt.Errorf("%s: hunk shorter than its header", e.Path)
+	}
+	flush()
+	if !sawHunk {
+		return nil, fmt.Errorf("%s: not a unified diff", e.Path)
+	}
+	if newFile {
+		zero := 0
+		return []sarifReplacement{{
+			DeletedRegion:   sarifRegion{CharOffset: &zero, CharLength: &zero},
+			InsertedContent: &sarifArtifactContentTxt{Text: created.String()},
+		}}, nil
+	}
+	if len(reps) == 0 {
+		return nil, fmt.Errorf("%s: diff changes nothing", e.Path)
+	}
+	return reps, nil
+}

@@ -1,0 +1,184 @@
+package simulate
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/truce-dev/truce/admission"
+	"github.com/truce-dev/truce/cluster"
+	"github.com/truce-dev/truce/drift"
+)
+
+// observable is implemented by clusters that show the admission result of
+// each write (cluster/memory).
+type observable interface {
+	Observe(func(admission.Request, *admission.Result))
+}
+
+// recorder is the cluster every actor of a run writes through: it logs
+// each write that is not a dry run with the actor, the virtual time, the
+// fields it changed and the admission steps that changed the request.
+type recorder struct {
+	cluster.Cluster
+	now    time.Duration
+	actor  string
+	byTool bool
+	writes []Write
+	// changed collects the objects whose stored state changed since the
+	// engine last looked.
+	changed []cluster.Ref
+	// admitted is the last admission result the cluster showed.
+	admitted *admission.Result
+}
+
+func newRecorder(c cluster.Cluster) *recorder {
+	r := &recorder{Cluster: c}
+	if o, ok := c.(observable); ok {
+		o.Observe(func(_ admission.Request, res *admission.Result) { r.admitted = res })
+	}
+	return r
+}
+
+// as runs fn with the writes it makes attributed to actor.
+func (r *recorder) as(actor string, byTool bool, fn func() error) error {
+	prevActor, prevTool := r.actor, r.byTool
+	r.actor, r.byTool = actor, byTool
+	defer func() { r.actor, r.byTool = prevActor, prevTool }()
+	return fn()
+}
+
+func (r *recorder) takeChanged() []cluster.Ref {
+	out := r.changed
+	r.changed = nil
+	return out
+}
+
+func (r *recorder) Create(ctx context.Context, obj *unstructured.Unstructured, opts cluster.WriteOptions) (*unstructured.Unstructured, error) {
+	if opts.DryRun {
+		return r.Cluster.Create(ctx, obj, opts)
+	}
+	return r.record(ctx, "create", obj, func() (*unstructured.Unstructured, error) { return r.Cluster.Create(ctx, obj, opts) })
+}
+
+func (r *recorder) Update(ctx context.Context, obj *unstructured.Unstructured, opts cluster.WriteOptions) (*unstructured.Unstructured, error) {
+	if opts.DryRun {
+		return r.Cluster.Update(ctx, obj, opts)
+	}
+	return r.record(ctx, "update", obj, func() (*unstructured.Unstructured, error) { return r.Cluster.Update(ctx, obj, opts) })
+}
+
+func (r *recorder) Apply(ctx context.Context, obj *unstructured.Unstructured, opts cluster.ApplyOptions) (*unstructured.Unstructured, error) {
+	if opts.DryRun {
+		return r.Cluster.Apply(ctx, obj, opts)
+	}
+	return r.record(ctx, "apply", obj, func() (*unstructured.Unstructured, error) { return r.Cluster.Apply(ctx, obj, opts) })
+}
+
+func (r *recorder) Delete(ctx context.Context, ref cluster.Ref, opts cluster.DeleteOptions) error {
+	if opts.DryRun {
+		return r.Cluster.Delete(ctx, ref, opts)
+	}
+	w := Write{At: r.now, Writer: r.actor, ByTool: r.byTool, Verb: "delete", Ref: ref}
+	err := r.Cluster.Delete(ctx, ref, opts)
+	if err != nil {
+		w.Error = err.Error()
+	} else {
+		w.Changed = true
+		r.changed = append(r.changed, ref)
+	}
+	r.writes = append(r.writes, w)
+	return err
+}
+
+func (r *recorder) record(ctx context.Context, verb string, obj *unstructured.Unstructured, write func() (*unstructured.Unstructured, error)) (*unstructured.Unstructured, error) {
+	ref := cluster.RefOf(obj)
+	if ref.Namespace == "" && namespaced(r.RESTMapper(), ref.GroupVersionKind) {
+		ref.Namespace = "default"
+	}
+	before, err := r.Cluster.Get(ctx, ref)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("reading %s before writing it: %w", ref, err)
+	}
+	if err != nil {
+		before = nil
+	}
+	if verb == "apply" && before == nil {
+		verb = "apply (create)"
+	}
+	r.admitted = nil
+	after, werr := write()
+	w := Write{At: r.now, Writer: r.actor, ByTool: r.byTool, Verb: verb, Ref: ref}
+	if res := r.admitted; res != nil {
+		w.Admission = admissionSteps(res)
+		w.Unpredictable = res.Unpredictable
+	}
+	if werr != nil {
+		w.Error = werr.Error()
+		r.writes = append(r.writes, w)
+		return nil, werr
+	}
+	w.Changed = before == nil || before.GetResourceVersion() != after.GetResourceVersion()
+	if w.Changed {
+		var b map[string]any
+		if before != nil {
+			b = content(before)
+		}
+		w.Fields = drift.FieldsBetween(b, content(after))
+		r.changed = append(r.changed, ref)
+	}
+	r.writes = append(r.writes, w)
+	return after, nil
+}
+
+// admissionSteps lists the steps that changed the request and the fields
+// each changed.
+func admissionSteps(res *admission.Result) []StepChange {
+	var out []StepChange
+	index := map[string]int{}
+	for _, c := range res.Changes {
+		if c.By == "defaulting" || c.By == "registry" {
+			// The API's own defaults, not a writer anyone fights.
+			continue
+		}
+		i, ok := index[c.By]
+		if !ok {
+			i = len(out)
+			index[c.By] = i
+			out = append(out, StepChange{By: c.By})
+		}
+		if !slices.Contains(out[i].Fields, c.Path) {
+			out[i].Fields = append(out[i].Fields, c.Path)
+		}
+	}
+	return out
+}
+
+// content is what a write can change that a reader cares about: the
+// object without the bookkeeping the server updates on every write.
+func content(u *unstructured.Unstructured) map[string]any {
+	c := u.DeepCopy()
+	c.SetManagedFields(nil)
+	c.SetResourceVersion("")
+	c.SetGeneration(0)
+	c.SetUID("")
+	c.SetCreationTimestamp(metav1.Time{})
+	return c.Object
+}
+
+func namespaced(m meta.RESTMapper, gvk schema.GroupVersionKind) bool {
+	mapping, err := m.RESTMapping(gvk.GroupKind(), gvk.Version)
+	return err == nil && mapping.Scope.Name() == meta.RESTScopeNameNamespace
+}
+
+func sortRefs(refs []cluster.Ref) {
+	sort.Slice(refs, func(i, j int) bool { return refs[i].String() < refs[j].String() })
+}

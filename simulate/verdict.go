@@ -1,0 +1,291 @@
+package simulate
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/truce-dev/truce/cluster"
+	"github.com/truce-dev/truce/drift"
+)
+
+// rejecter is implemented by tools that stop a reconciliation on a dry run
+// the server refuses (Flux), which the write log does not show.
+type rejecter interface {
+	Rejections() map[cluster.Ref]string
+}
+
+// Rejections implements rejecter.
+func (f *Flux) Rejections() map[cluster.Ref]string { return f.rejected }
+
+// classify turns the log of a run into a verdict per object: the tool's
+// last comparison, and what the writes show.
+func classify(ctx context.Context, rec *recorder, tool Tool, desired []Desired, res *Result) error {
+	status, err := tool.Compare(ctx, rec)
+	if err != nil {
+		return fmt.Errorf("%s: final comparison: %w", tool.Name(), err)
+	}
+	var rejections map[cluster.Ref]string
+	if r, ok := tool.(rejecter); ok {
+		rejections = r.Rejections()
+	}
+	byRef := map[cluster.Ref][]Write{}
+	for _, w := range res.Writes {
+		byRef[w.Ref] = append(byRef[w.Ref], w)
+	}
+	for _, d := range desired {
+		ref := cluster.RefOf(d.Object)
+		o := &Object{Ref: ref, Source: d.Source, InGit: true, Drift: status[ref]}
+		writes := byRef[ref]
+		o.Writes = countWrites(writes)
+		judge(o, tool, writes, rejections, res)
+		res.Objects = append(res.Objects, o)
+	}
+	// Objects outside Git the tool deleted.
+	pruned := map[cluster.Ref]int{}
+	for _, r := range res.Rounds {
+		for _, ref := range r.Pruned {
+			pruned[ref]++
+		}
+	}
+	refs := make([]cluster.Ref, 0, len(pruned))
+	for ref := range pruned {
+		refs = append(refs, ref)
+	}
+	sortRefs(refs)
+	for _, ref := range refs {
+		writes := byRef[ref]
+		o := &Object{Ref: ref, InGit: false, Verdict: Pruned, Writes: countWrites(writes)}
+		creator := ""
+		for _, w := range writes {
+			if !w.ByTool && strings.HasPrefix(w.Verb, "create") && w.Error == "" {
+				creator = w.Writer
+			}
+		}
+		o.Reason = fmt.Sprintf("not in Git, but %s counts it as the application's and its prune deletes it", tool.Name())
+		if creator != "" {
+			o.Reason = fmt.Sprintf("created by %s, not in Git; %s counts it as the application's and its prune deletes it", creator, tool.Name())
+		}
+		if pruned[ref] > 1 && creator != "" {
+			o.Verdict = Loop
+			o.Loop = loopOf(writes, tool, []string{"/"}, creator, "controller", res)
+			o.Reason = fmt.Sprintf("%s prunes it and %s creates it again, %d times in %s",
+				tool.Name(), creator, pruned[ref], res.Simulated.Round(time.Second))
+			o.Writes = extrapolate(o, writes, res)
+		}
+		res.Objects = append(res.Objects, o)
+	}
+	return nil
+}
+
+// judge decides the verdict of an object of Git.
+func judge(o *Object, tool Tool, writes []Write, rejections map[cluster.Ref]string, res *Result) {
+	var toolWrites, corrective []Write
+	for _, w := range writes {
+		if !w.ByTool {
+			continue
+		}
+		toolWrites = append(toolWrites, w)
+		if w.Error == "" && !strings.Contains(w.Verb, "create") {
+			corrective = append(corrective, w)
+		}
+	}
+	if msg, ok := rejections[o.Ref]; ok {
+		o.Verdict, o.Rejection = Rejected, msg
+		o.Reason = "the server refuses the dry run, so the whole reconciliation stops"
+		return
+	}
+	if n := len(toolWrites); n > 0 && toolWrites[n-1].Error != "" {
+		o.Verdict, o.Rejection = Rejected, toolWrites[n-1].Error
+		o.Reason = "admission denies the manifest"
+		return
+	}
+	for _, w := range toolWrites {
+		for _, u := range w.Unpredictable {
+			if !slices.Contains(o.Unpredictable, u) {
+				o.Unpredictable = append(o.Unpredictable, u)
+			}
+		}
+	}
+	if len(o.Unpredictable) > 0 {
+		o.Verdict = Unpredictable
+		o.Reason = "webhooks in the write path could not be called offline: " + strings.Join(o.Unpredictable, ", ")
+		return
+	}
+	if len(corrective) >= 2 {
+		fields := loopFields(o, writes)
+		other, kind := otherWriter(fields, writes)
+		o.Verdict = Loop
+		o.Loop = loopOf(writes, tool, fields, other, kind, res)
+		o.Writes = extrapolate(o, writes, res)
+		o.Reason = fmt.Sprintf("%s writes %s back %d times in %s; %s changes it again",
+			tool.Name(), strings.Join(fields, ", "), len(corrective), res.Simulated.Round(time.Second), other)
+		return
+	}
+	if o.Drift != nil && outOfSync(o.Drift) {
+		o.Verdict = OutOfSync
+		var fs []string
+		for _, f := range o.Drift.Fields {
+			if f.IgnoredBy == "" {
+				fs = append(fs, f.Pointer)
+			}
+		}
+		o.Reason = fmt.Sprintf("%s shows drift on %s and does not correct it", tool.Name(), strings.Join(fs, ", "))
+		if o.Drift.Status == drift.Missing {
+			o.Reason = fmt.Sprintf("%s never created it", tool.Name())
+		}
+		if n := len(res.Rounds); n > 0 && len(res.Rounds[n-1].Failed) > 0 {
+			o.Reason += fmt.Sprintf("; its last reconciliation failed (%s)", res.Rounds[n-1].Failed[0])
+			if tool.Name() == "argocd" {
+				o.Reason += ", and Argo CD does not auto-sync a revision again after a failed attempt"
+			}
+		}
+		return
+	}
+	o.Verdict = Synced
+	o.Reason = "applied once, then in sync"
+	if len(corrective) == 1 {
+		o.Reason = "corrected once, then in sync"
+	}
+}
+
+// loopFields are the fields the loop is about: what the tool's writes and
+// the others' writes changed after creation, and what still differs.
+func loopFields(o *Object, writes []Write) []string {
+	set := map[string]bool{}
+	created := false
+	for _, w := range writes {
+		if w.Error != "" {
+			continue
+		}
+		if !created && strings.Contains(w.Verb, "create") {
+			created = true
+			continue
+		}
+		for _, f := range w.Fields {
+			if !bookkeeping(f.Pointer) {
+				set[f.Pointer] = true
+			}
+		}
+	}
+	if o.Drift != nil {
+		for _, f := range o.Drift.Fields {
+			if f.IgnoredBy == "" && !bookkeeping(f.Pointer) {
+				set[f.Pointer] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for p := range set {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// bookkeeping fields change with every write and are nobody's fight.
+func bookkeeping(p string) bool {
+	return strings.HasPrefix(p, "/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration") ||
+		strings.HasPrefix(p, "/status")
+}
+
+// otherWriter finds who writes the loop's fields besides the tool: the last
+// other writer that changed one of them, else the admission step that
+// changed the tool's own request.
+func otherWriter(fields []string, writes []Write) (string, string) {
+	for i := len(writes) - 1; i >= 0; i-- {
+		w := writes[i]
+		if w.ByTool || w.Error != "" {
+			continue
+		}
+		for _, f := range w.Fields {
+			if slices.Contains(fields, f.Pointer) {
+				return w.Writer, "controller"
+			}
+		}
+	}
+	for i := len(writes) - 1; i >= 0; i-- {
+		w := writes[i]
+		if !w.ByTool {
+			continue
+		}
+		for _, s := range w.Admission {
+			for _, f := range s.Fields {
+				if slices.Contains(fields, f) {
+					return s.By, "admission"
+				}
+			}
+		}
+	}
+	for i := len(writes) - 1; i >= 0; i-- {
+		if w := writes[i]; w.ByTool && len(w.Admission) > 0 {
+			return w.Admission[0].By, "admission"
+		}
+	}
+	return "the API server's admission chain (not observable on this cluster)", "admission"
+}
+
+// loopOf measures a loop from the tool's corrective writes: the last gap
+// between two of them is the steady-state period.
+func loopOf(writes []Write, tool Tool, fields []string, other, kind string, res *Result) *LoopInfo {
+	l := &LoopInfo{Fields: fields, Tool: tool.Manager(), Other: other, OtherKind: kind}
+	var times []time.Duration
+	for _, w := range writes {
+		if w.ByTool && w.Error == "" && (w.Verb == "delete" || !strings.Contains(w.Verb, "create")) {
+			times = append(times, w.At)
+		}
+	}
+	for i := len(times) - 1; i > 0; i-- {
+		if gap := times[i] - times[i-1]; gap > 0 {
+			l.Period = gap
+			from, to := times[i-1], times[i]
+			n := 0
+			for _, w := range writes {
+				if w.Error == "" && w.At > from && w.At <= to {
+					n++
+				}
+			}
+			l.WritesPerHour = float64(n) * float64(time.Hour) / float64(gap)
+			break
+		}
+	}
+	return l
+}
+
+// extrapolate counts the object's writes over the whole window: those
+// simulated up to the tool's last write, plus the loop's whole cycles that
+// fit in the rest of the window.
+func extrapolate(o *Object, writes []Write, res *Result) int {
+	n := countWrites(writes)
+	if o.Loop == nil || o.Loop.Period <= 0 || res.Simulated >= res.Window {
+		return n
+	}
+	var last time.Duration
+	for _, w := range writes {
+		if w.ByTool && w.Error == "" {
+			last = w.At
+		}
+	}
+	upTo := 0
+	for _, w := range writes {
+		if w.Error == "" && w.At <= last {
+			upTo++
+		}
+	}
+	perCycle := int(o.Loop.WritesPerHour*o.Loop.Period.Hours() + 0.5)
+	cycles := int((res.Window - last) / o.Loop.Period)
+	return upTo + cycles*perCycle
+}
+
+func countWrites(writes []Write) int {
+	n := 0
+	for _, w := range writes {
+		if w.Error == "" {
+			n++
+		}
+	}
+	return n
+}
