@@ -1876,9 +1876,9 @@ func TestExampleImageMirror(t *testing.T) {
 		return out
 	}
 	c := newChain(t, admission.Options{}, read("cluster/*.yaml")...)
-	app := map[string]string{}
-	for _, name := range []string{"web", "batch"} {
-		app[name] = read("app/" + name + ".yaml")[0]
+	app := map[string]string{
+		"web":   read("app/web.yaml")[0],
+		"batch": read("batch/batch.yaml")[0],
 	}
 	runTable(t, c, []entry{{
 		name:  "web stores the mirrored image",

@@ -75,7 +75,7 @@ func getPolicy[T runtime.Object](ctx context.Context, state *State, kind, resour
 	if !ok {
 		return zero, apierrors.NewNotFound(k8sschema.GroupResource{Group: gk.Group, Resource: resource}, name)
 	}
-	obj, err := builtinCodec{}.decode(ctx, u, metav1.FieldValidationIgnore)
+	obj, err := builtinCodec.decode(ctx, u, metav1.FieldValidationIgnore)
 	if err != nil {
 		return zero, err
 	}

@@ -10,7 +10,6 @@ import (
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apiserver/pkg/registry/rest"
-	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/truce-dev/truce/admission/builtin"
@@ -23,9 +22,11 @@ import (
 const DefaultFieldManager = "truce"
 
 // fieldManagerFor returns the managedFields bookkeeping of a resource, built
-// the way the server's endpoint installer (built-ins) and the CRD handler
-// (custom resources) build it: the resource's type converter, its
-// conversion, defaulting and the strategy's reset fields.
+// the way the server's endpoint installer (built-ins, and
+// CustomResourceDefinitions in the apiextensions-apiserver) and the CRD
+// handler (custom resources) build it: the resource's type converter, its
+// scheme's conversion, defaulting and creation, and the strategy's reset
+// fields.
 func (c *Chain) fieldManagerFor(r *schema.Resource, strategy builtin.Strategy) (*managedfields.FieldManager, error) {
 	c.fmMu.Lock()
 	defer c.fmMu.Unlock()
@@ -43,8 +44,8 @@ func (c *Chain) fieldManagerFor(r *schema.Resource, strategy builtin.Strategy) (
 	var fm *managedfields.FieldManager
 	if r.CRD == nil {
 		hub := k8sschema.GroupVersion{Group: r.GVR.Group, Version: runtime.APIVersionInternal}
-		fm, err = managedfields.NewDefaultFieldManager(tc, runtime.UnsafeObjectConvertor(legacyscheme.Scheme),
-			legacyscheme.Scheme, legacyscheme.Scheme, r.GVK(), hub, "", resetFields)
+		s := schemeFor(r.GVR.Group)
+		fm, err = managedfields.NewDefaultFieldManager(tc, runtime.UnsafeObjectConvertor(s), s, s, r.GVK(), hub, "", resetFields)
 	} else {
 		cr, crErr := c.customResourceFor(r)
 		if crErr != nil {
@@ -80,7 +81,7 @@ func emptyLive(r *schema.Resource) (runtime.Object, error) {
 		u.SetGroupVersionKind(r.GVK())
 		return u, nil
 	}
-	return legacyscheme.Scheme.New(r.GVK())
+	return schemeFor(r.GVR.Group).New(r.GVK())
 }
 
 // managerAndLive returns the resource's field manager and the object a

@@ -9,14 +9,14 @@ import (
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/storage/names"
-	"k8s.io/kubernetes/pkg/api/legacyscheme"
 
 	"github.com/truce-dev/truce/schema"
 )
 
 // objectInterfaces is the admission.ObjectInterfaces of a request scope:
-// the legacy scheme for built-ins, unstructured handling for custom
-// resources, and the registry's resource equivalence.
+// the legacy scheme for built-ins, the apiextensions-apiserver's scheme for
+// CustomResourceDefinitions, unstructured handling for custom resources, and
+// the registry's resource equivalence.
 type objectInterfaces struct{ registry *schema.Registry }
 
 func (o *objectInterfaces) GetObjectCreater() runtime.ObjectCreater { return creater{o.registry} }
@@ -32,8 +32,8 @@ func (o *objectInterfaces) GetEquivalentResourceMapper() runtime.EquivalentResou
 type creater struct{ registry *schema.Registry }
 
 func (c creater) New(gvk k8sschema.GroupVersionKind) (runtime.Object, error) {
-	if legacyscheme.Scheme.Recognizes(gvk) {
-		return legacyscheme.Scheme.New(gvk)
+	if builtinKind(gvk) {
+		return schemeFor(gvk.Group).New(gvk)
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
@@ -50,7 +50,7 @@ func (typer) ObjectKinds(obj runtime.Object) ([]k8sschema.GroupVersionKind, bool
 		}
 		return []k8sschema.GroupVersionKind{gvk}, false, nil
 	}
-	return legacyscheme.Scheme.ObjectKinds(obj)
+	return schemeOf(obj).ObjectKinds(obj)
 }
 
 func (typer) Recognizes(gvk k8sschema.GroupVersionKind) bool { return true }
@@ -61,17 +61,18 @@ func (defaulter) Default(obj runtime.Object) {
 	if _, ok := obj.(runtime.Unstructured); ok {
 		return
 	}
-	legacyscheme.Scheme.Default(obj)
+	schemeOf(obj).Default(obj)
 }
 
-// convertor converts built-ins with the legacy scheme and custom resources
-// the way the "None" conversion strategy does: only apiVersion changes.
+// convertor converts built-ins and CustomResourceDefinitions with their
+// scheme and custom resources the way the "None" conversion strategy does:
+// only apiVersion changes.
 type convertor struct{}
 
 func (convertor) Convert(in, out, context any) error {
 	u, inU := in.(*unstructured.Unstructured)
 	o, outU := out.(*unstructured.Unstructured)
-	if inU && outU && !legacyscheme.Scheme.Recognizes(u.GroupVersionKind()) {
+	if inU && outU && !builtinKind(u.GroupVersionKind()) {
 		apiVersion := o.GetAPIVersion()
 		o.Object = runtime.DeepCopyJSON(u.Object)
 		if apiVersion != "" {
@@ -79,14 +80,14 @@ func (convertor) Convert(in, out, context any) error {
 		}
 		return nil
 	}
-	return legacyscheme.Scheme.Convert(in, out, context)
+	return schemeOf(in).Convert(in, out, context)
 }
 
 func (convertor) ConvertToVersion(in runtime.Object, gv runtime.GroupVersioner) (runtime.Object, error) {
 	// Unstructured built-ins (what a MutatingAdmissionPolicy patch returns)
 	// are converted to their typed form by the scheme, which also defaults
 	// them, exactly as the server's convertor does.
-	if u, ok := in.(*unstructured.Unstructured); ok && !legacyscheme.Scheme.Recognizes(u.GroupVersionKind()) {
+	if u, ok := in.(*unstructured.Unstructured); ok && !builtinKind(u.GroupVersionKind()) {
 		gvk, ok := gv.KindForGroupVersionKinds([]k8sschema.GroupVersionKind{u.GroupVersionKind()})
 		if !ok {
 			return nil, fmt.Errorf("%v is unstructured and cannot be converted to %v", u.GroupVersionKind(), gv)
@@ -95,11 +96,11 @@ func (convertor) ConvertToVersion(in runtime.Object, gv runtime.GroupVersioner) 
 		out.SetGroupVersionKind(gvk)
 		return out, nil
 	}
-	return legacyscheme.Scheme.ConvertToVersion(in, gv)
+	return schemeOf(in).ConvertToVersion(in, gv)
 }
 
 func (convertor) ConvertFieldLabel(gvk k8sschema.GroupVersionKind, label, value string) (string, string, error) {
-	return legacyscheme.Scheme.ConvertFieldLabel(gvk, label, value)
+	return schemeFor(gvk.Group).ConvertFieldLabel(gvk, label, value)
 }
 
 // metadataOnlyStrategy validates ObjectMeta only; it stands in for

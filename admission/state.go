@@ -9,7 +9,6 @@ import (
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	"k8s.io/kubernetes/plugin/pkg/auth/authorizer/rbac/bootstrappolicy"
 )
 
@@ -87,22 +86,24 @@ func (s *State) Put(o *unstructured.Unstructured) error {
 	return nil
 }
 
-// storedForm applies API defaulting to built-in objects, as the server does
-// before storing them: the admission plugins read policies, bindings and
-// webhook configurations with their defaults filled in.
+// storedForm applies API defaulting to built-in objects (and
+// CustomResourceDefinitions), as the server does before storing them: the
+// admission plugins read policies, bindings and webhook configurations with
+// their defaults filled in.
 func storedForm(o *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	gvk := o.GroupVersionKind()
-	if !legacyscheme.Scheme.Recognizes(gvk) {
+	s := schemeFor(gvk.Group)
+	if !s.Recognizes(gvk) {
 		return o, nil
 	}
-	typed, err := legacyscheme.Scheme.New(gvk)
+	typed, err := s.New(gvk)
 	if err != nil {
 		return nil, err
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, typed); err != nil {
 		return nil, fmt.Errorf("decoding %s %s: %w", gvk.Kind, o.GetName(), err)
 	}
-	legacyscheme.Scheme.Default(typed)
+	s.Default(typed)
 	return versionedToUnstructured(typed, gvk)
 }
 
@@ -115,19 +116,19 @@ func ConvertTo(o *unstructured.Unstructured, gvk k8sschema.GroupVersionKind) (*u
 	if have.Version == gvk.Version || gvk.Version == "" {
 		return o.DeepCopy(), nil
 	}
-	if !legacyscheme.Scheme.Recognizes(have) || !legacyscheme.Scheme.Recognizes(gvk) {
+	if !builtinKind(have) || !builtinKind(gvk) {
 		out := o.DeepCopy()
 		out.SetAPIVersion(gvk.GroupVersion().String())
 		return out, nil
 	}
-	typed, err := legacyscheme.Scheme.New(have)
+	typed, err := schemeFor(have.Group).New(have)
 	if err != nil {
 		return nil, err
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, typed); err != nil {
 		return nil, fmt.Errorf("decoding %s %s: %w", have.Kind, o.GetName(), err)
 	}
-	out, err := builtinCodec{}.encode(typed, gvk)
+	out, err := codecFor(gvk.Group).encode(typed, gvk)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", have.Kind, o.GetName(), err)
 	}

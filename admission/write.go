@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	k8sadmission "k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/endpoints/deprecation"
@@ -212,7 +213,7 @@ func addDeprecationWarning(ctx context.Context, r *schema.Resource) {
 	if r.CRD != nil {
 		return
 	}
-	versioned, err := legacyscheme.Scheme.New(r.GVK())
+	versioned, err := schemeFor(r.GVR.Group).New(r.GVK())
 	if err != nil {
 		return
 	}
@@ -230,20 +231,25 @@ type codec interface {
 }
 
 // handlerFor returns how the server decodes and stores a resource: the
-// legacy scheme and the upstream registry strategy for built-ins, the CRD
-// handler's codec and strategy for custom resources.
+// legacy scheme and the upstream registry strategy for built-ins, the
+// apiextensions-apiserver's scheme and strategy for CustomResourceDefinitions,
+// the CRD handler's codec and strategy for custom resources.
 func (c *Chain) handlerFor(r *schema.Resource) (codec, builtin.Strategy, error) {
 	if r.CRD == nil {
+		sc := codecFor(r.GVR.Group)
+		if isCRDs(r) {
+			return sc, crdStrategy, nil
+		}
 		if c.isServices(r) {
-			return builtinCodec{}, c.services.CreateStrategy.(builtin.Strategy), nil
+			return sc, c.services.CreateStrategy.(builtin.Strategy), nil
 		}
 		if s, ok := c.configStrategies[r.GVR.GroupResource()]; ok {
-			return builtinCodec{}, s, nil
+			return sc, s, nil
 		}
 		if s, ok := builtin.StrategyFor(r.GVR.GroupResource()); ok {
-			return builtinCodec{}, s, nil
+			return sc, s, nil
 		}
-		return builtinCodec{}, metadataOnlyStrategy{namespaced: r.Namespaced}, nil
+		return sc, metadataOnlyStrategy{namespaced: r.Namespaced}, nil
 	}
 	cr, err := c.customResourceFor(r)
 	if err != nil {
@@ -271,7 +277,7 @@ func (c *Chain) customResourceFor(r *schema.Resource) (*customResource, error) {
 // modelled reports whether the resource is validated exactly like the server
 // validates it.
 func (c *Chain) modelled(r *schema.Resource) bool {
-	if r.CRD != nil || c.isServices(r) {
+	if r.CRD != nil || isCRDs(r) || c.isServices(r) {
 		return true
 	}
 	if _, ok := c.configStrategies[r.GVR.GroupResource()]; ok {
@@ -281,15 +287,24 @@ func (c *Chain) modelled(r *schema.Resource) bool {
 	return ok
 }
 
-type builtinCodec struct{}
+// schemeCodec decodes and encodes the objects of a scheme's groups like the
+// server's request scope for them: the scheme's codec factory decodes into
+// the internal version with defaulting, the scheme converts back.
+type schemeCodec struct {
+	scheme *runtime.Scheme
+	codecs serializer.CodecFactory
+}
 
-func (builtinCodec) decode(ctx context.Context, in *unstructured.Unstructured, fieldValidation string) (runtime.Object, error) {
+// builtinCodec is the codec of the groups of the legacy scheme.
+var builtinCodec = schemeCodec{scheme: legacyscheme.Scheme, codecs: legacyscheme.Codecs}
+
+func (c schemeCodec) decode(ctx context.Context, in *unstructured.Unstructured, fieldValidation string) (runtime.Object, error) {
 	body, err := json.Marshal(in.Object)
 	if err != nil {
 		return nil, err
 	}
 	gvk := in.GroupVersionKind()
-	info, ok := runtime.SerializerInfoForMediaType(legacyscheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
+	info, ok := runtime.SerializerInfoForMediaType(c.codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
 	if !ok {
 		return nil, fmt.Errorf("no JSON serializer")
 	}
@@ -298,7 +313,7 @@ func (builtinCodec) decode(ctx context.Context, in *unstructured.Unstructured, f
 		serializer = info.StrictSerializer
 	}
 	internal := k8sschema.GroupVersion{Group: gvk.Group, Version: runtime.APIVersionInternal}
-	decoder := legacyscheme.Codecs.DecoderToVersion(serializer, internal)
+	decoder := c.codecs.DecoderToVersion(serializer, internal)
 	obj, _, err := decoder.Decode(body, &gvk, nil)
 	if err != nil {
 		strict, isStrict := runtime.AsStrictDecodingError(err)
@@ -318,8 +333,8 @@ func decodeError(gvk k8sschema.GroupVersionKind, err error) error {
 	return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, gvk.Kind, err))
 }
 
-func (builtinCodec) encode(obj runtime.Object, gvk k8sschema.GroupVersionKind) (*unstructured.Unstructured, error) {
-	out, err := legacyscheme.Scheme.ConvertToVersion(obj, gvk.GroupVersion())
+func (c schemeCodec) encode(obj runtime.Object, gvk k8sschema.GroupVersionKind) (*unstructured.Unstructured, error) {
+	out, err := c.scheme.ConvertToVersion(obj, gvk.GroupVersion())
 	if err != nil {
 		return nil, fmt.Errorf("converting to %s: %w", gvk.GroupVersion(), err)
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/cluster"
@@ -54,6 +55,8 @@ type Repository struct {
 	// detection off.
 	writers []manifest.Object
 	detect  bool
+	// scopes caches which kinds are namespaced.
+	scopes map[k8sschema.GroupKind]bool
 	// Findings are problems in the settings.
 	Findings []string
 }

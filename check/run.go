@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	"github.com/truce-dev/truce/cluster"
@@ -44,7 +45,7 @@ type ProblemFixes struct {
 
 // Check runs the simulations of a repository and finds the fixes.
 func Check(ctx context.Context, in Input, opts Options, load Loader, read fix.Reader) (*Outcome, error) {
-	repo, err := Prepare(ctx, in, opts)
+	repo, err := Prepare(ctx, in, opts, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -68,6 +69,7 @@ func Check(ctx context.Context, in Input, opts Options, load Loader, read fix.Re
 			if o.Verdict.Problem() {
 				pf := repo.fixes(ctx, s, o, opts, load, read)
 				out.Problems = append(out.Problems, pf)
+				ro.Notes = pf.Notes
 				for i, c := range pf.Candidates {
 					rf := reportFix(c, pf.Verdicts[i])
 					if c == pf.Chosen {
@@ -85,26 +87,44 @@ func Check(ctx context.Context, in Input, opts Options, load Loader, read fix.Re
 }
 
 // Prepare splits the input and gives namespaced manifests without a
-// namespace the one the API server would: "default".
-func Prepare(ctx context.Context, in Input, opts Options) (*Repository, error) {
+// namespace the one the API server would: "default". scopes caches which
+// kinds are namespaced (filled in; nil to start afresh), so that checking
+// again after a fix needs no cluster for it.
+func Prepare(ctx context.Context, in Input, opts Options, scopes map[k8sschema.GroupKind]bool) (*Repository, error) {
 	repo, err := Split(in)
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	c, err := repo.NewCluster(ctx, opts.Admission)
-	if err != nil {
-		return nil, err
+	if scopes == nil {
+		scopes = map[k8sschema.GroupKind]bool{}
 	}
-	defer c.Close()
-	mapper := c.RESTMapper()
+	repo.scopes = scopes
+	var mapper meta.RESTMapper
 	for i, d := range repo.Desired {
 		if d.Object.GetNamespace() != "" {
 			continue
 		}
 		gvk := d.Object.GroupVersionKind()
-		if m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil && m.Scope.Name() == meta.RESTScopeNameNamespace {
+		namespaced, known := scopes[gvk.GroupKind()]
+		if !known {
+			if mapper == nil {
+				cctx, cancel := context.WithCancel(ctx)
+				c, err := repo.NewCluster(cctx, opts.Admission)
+				if err != nil {
+					cancel()
+					return nil, err
+				}
+				mapper = c.RESTMapper()
+				defer cancel()
+				defer c.Close()
+			}
+			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			namespaced = err == nil && m.Scope.Name() == meta.RESTScopeNameNamespace
+			if err == nil {
+				scopes[gvk.GroupKind()] = namespaced
+			}
+		}
+		if namespaced {
 			o := d.Object.DeepCopy()
 			o.SetNamespace("default")
 			repo.Desired[i].Object = o
@@ -158,7 +178,7 @@ func (r *Repository) verify(ctx context.Context, load Loader, c *fix.Candidate, 
 	if err != nil {
 		return "", err
 	}
-	r2, err := Prepare(ctx, in, opts)
+	r2, err := Prepare(ctx, in, opts, r.scopes)
 	if err != nil {
 		return "", err
 	}
@@ -243,7 +263,7 @@ func reportObject(o *simulate.Object, res *simulate.Result) report.Object {
 				if strings.HasPrefix(f.Pointer, "/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration") {
 					continue
 				}
-				ev.Changes = append(ev.Changes, fmt.Sprintf("%s: %s → %s", f.Pointer, value(f.Desired, f.DesiredAbsent), value(f.Live, f.LiveAbsent)))
+				ev.Changes = append(ev.Changes, fmt.Sprintf("%s: %s → %s", f.Pointer, brief(value(f.Desired, f.DesiredAbsent)), brief(value(f.Live, f.LiveAbsent))))
 			}
 			for _, a := range w.Admission {
 				ev.Admission = append(ev.Admission, a.By+" ("+strings.Join(a.Fields, ", ")+")")
@@ -275,6 +295,22 @@ func value(v any, absent bool) string {
 		return fmt.Sprint(v)
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// brief shortens a long value for a timeline line.
+func brief(s string) string {
+	const max = 60
+	if len(s) <= max && !strings.Contains(s, "\n") {
+		return s
+	}
+	cut := s
+	if i := strings.Index(cut, "\n"); i >= 0 {
+		cut = cut[:i]
+	}
+	if len(cut) > max {
+		cut = cut[:max]
+	}
+	return fmt.Sprintf("%s… (%d bytes)", cut, len(s))
 }
 
 func toYAML(m map[string]any) string {

@@ -54,6 +54,8 @@ type Object struct {
 	// seeds' order of preference.
 	Fix          *Fix  `json:"fix,omitempty"`
 	Alternatives []Fix `json:"alternatives,omitempty"`
+	// Notes say why fixes were left out or could not be verified.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Problem reports whether the verdict needs attention.

@@ -235,16 +235,16 @@ func hpaWriter(d Desired, desired []Desired) Writer {
 		return nil
 	}
 	gv, _ := schema.ParseGroupVersion(apiVersion)
-	minR, ok, _ := unstructured.NestedInt64(o, "spec", "minReplicas")
+	minR, ok := intField(o, "spec", "minReplicas")
 	if !ok {
 		minR = 1
 	}
-	maxR, _, _ := unstructured.NestedInt64(o, "spec", "maxReplicas")
+	maxR, _ := intField(o, "spec", "maxReplicas")
 	ns := d.Object.GetNamespace()
 	replicas := minR
 	for _, t := range desired {
 		if t.Object.GetKind() == kind && t.Object.GetName() == name && t.Object.GetNamespace() == ns {
-			if git, ok, _ := unstructured.NestedInt64(t.Object.Object, "spec", "replicas"); ok && git == minR && maxR > minR {
+			if git, ok := intField(t.Object.Object, "spec", "replicas"); ok && git == minR && maxR > minR {
 				replicas = maxR
 			}
 		}
@@ -253,6 +253,23 @@ func hpaWriter(d Desired, desired []Desired) Writer {
 		Target: Selector{Group: gv.Group, Kind: kind, Namespace: ns, Name: name},
 		Set:    map[string]any{"/spec/replicas": replicas}, After: defaultAfter(TypeHPA),
 		Source: d.Source + " (detected)"}
+}
+
+// intField reads an integer however the decoder typed it.
+func intField(o map[string]any, path ...string) (int64, bool) {
+	v, ok, _ := unstructured.NestedFieldNoCopy(o, path...)
+	if !ok {
+		return 0, false
+	}
+	switch n := v.(type) {
+	case int64:
+		return n, true
+	case float64:
+		return int64(n), n == float64(int64(n))
+	case int:
+		return int64(n), true
+	}
+	return 0, false
 }
 
 func caInjector(d Desired) Writer {

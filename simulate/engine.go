@@ -56,9 +56,9 @@ type Writer interface {
 }
 
 // periodic writers also act on their own schedule (a background scan, a
-// trigger that fires regularly).
+// trigger that fires regularly): every Period, Delay after the trigger.
 type periodic interface {
-	Every() time.Duration
+	Period() time.Duration
 }
 
 // creator writers create objects of kinds that may not be in Git.
@@ -99,8 +99,8 @@ func Run(ctx context.Context, c cluster.Cluster, tool Tool, writers []Writer, de
 	q := &queue{}
 	q.schedule(event{at: 0, kind: reconcileEvent, trigger: "initial sync"})
 	for i, w := range writers {
-		if p, ok := w.(periodic); ok && p.Every() > 0 {
-			q.schedule(event{at: p.Every(), kind: writerEvent, writer: i})
+		if p, ok := w.(periodic); ok && p.Period() > 0 {
+			q.schedule(event{at: p.Period() + w.Delay(), kind: writerEvent, writer: i, periodic: true})
 		}
 	}
 	simulated := opts.Window
@@ -139,8 +139,8 @@ func Run(ctx context.Context, c cluster.Cluster, tool Tool, writers []Writer, de
 			if err := rec.as(w.Name(), false, func() error { return w.Act(ctx, rec) }); err != nil {
 				return nil, fmt.Errorf("%s at %s: %w", w.Describe(), ev.at, err)
 			}
-			if p, ok := w.(periodic); ok && p.Every() > 0 {
-				q.schedule(event{at: ev.at + p.Every(), kind: writerEvent, writer: ev.writer, periodic: true})
+			if p, ok := w.(periodic); ok && p.Period() > 0 {
+				q.schedule(event{at: ev.at + p.Period(), kind: writerEvent, writer: ev.writer, periodic: true})
 			}
 		}
 		changed := rec.takeChanged()

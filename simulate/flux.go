@@ -44,6 +44,10 @@ type Flux struct {
 	// rejected is the last dry-run error that stopped a reconciliation.
 	rejected map[cluster.Ref]string
 	cache    map[cluster.Ref]cached
+	// unchanged holds, for objects the last reconciliation's own drift
+	// detection found unchanged, their resourceVersion then: while it
+	// holds, Flux's diff would find them in sync again.
+	unchanged map[cluster.Ref]string
 }
 
 // Name implements Tool.
@@ -135,6 +139,7 @@ func (f *Flux) Reconcile(ctx context.Context, c cluster.Cluster, trigger string)
 	opts.Force = f.Force
 	opts.DriftIgnoreRules = f.ignoreRules()
 	f.rejected = nil
+	f.unchanged = map[cluster.Ref]string{}
 	for _, stage := range [][]*unstructured.Unstructured{first, rest} {
 		if len(stage) == 0 {
 			continue
@@ -155,15 +160,21 @@ func (f *Flux) Reconcile(ctx context.Context, c cluster.Cluster, trigger string)
 			return nil, err
 		}
 		for _, e := range cs.Entries {
-			if e.Action != ssa.CreatedAction && e.Action != ssa.ConfiguredAction {
-				continue
-			}
 			ref := cluster.Ref{Namespace: e.ObjMetadata.Namespace, Name: e.ObjMetadata.Name}
 			ref.Group, ref.Kind = e.ObjMetadata.GroupKind.Group, e.ObjMetadata.GroupKind.Kind
 			if i := strings.LastIndex(e.GroupVersion, "/"); i >= 0 {
 				ref.Version = e.GroupVersion[i+1:]
 			} else {
 				ref.Version = e.GroupVersion
+			}
+			if e.Action == ssa.UnchangedAction {
+				if live, err := c.Get(ctx, ref); err == nil {
+					f.unchanged[ref] = live.GetResourceVersion()
+				}
+				continue
+			}
+			if e.Action != ssa.CreatedAction && e.Action != ssa.ConfiguredAction {
+				continue
 			}
 			round.OutOfSync = append(round.OutOfSync, ref)
 			round.Applied = append(round.Applied, ref)
@@ -202,6 +213,13 @@ func (f *Flux) Compare(ctx context.Context, c cluster.Cluster) (map[cluster.Ref]
 		}
 		if hit, ok := f.cache[ref]; ok && hit.rv == rv && rv != "" {
 			out[ref] = hit.obj
+			continue
+		}
+		if urv, ok := f.unchanged[ref]; ok && urv == rv && rv != "" {
+			d := &drift.Object{Source: f.Desired[i].Source, APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Namespace: o.GetNamespace(),
+				Name: o.GetName(), Strategy: "flux", Status: drift.InSync, Fields: []drift.Field{}}
+			f.cache[ref] = cached{rv: rv, obj: d}
+			out[ref] = d
 			continue
 		}
 		d, err := s.Diff(ctx, o)

@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"container/heap"
 	"context"
 	"strings"
 	"testing"
@@ -8,7 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/truce-dev/truce/admission"
+	"github.com/truce-dev/truce/cluster"
 	"github.com/truce-dev/truce/cluster/memory"
 )
 
@@ -53,4 +57,15 @@ func newCluster(t *testing.T, docs string) *memory.Cluster {
 	}
 	t.Cleanup(c.Close)
 	return c
+}
+
+func popEvent(q *queue) event { return heap.Pop(q).(event) }
+
+func refOf(t *testing.T, apiVersion, kind, namespace, name string) cluster.Ref {
+	t.Helper()
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cluster.Ref{GroupVersionKind: gv.WithKind(kind), Namespace: namespace, Name: name}
 }

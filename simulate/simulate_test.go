@@ -75,7 +75,6 @@ func TestImageMirrorArgoCDLoops(t *testing.T) {
 	}
 }
 
-
 func testHPA() *FieldWriter {
 	return &FieldWriter{Type: "HorizontalPodAutoscaler", Manager: "kube-controller-manager",
 		Target: Selector{Group: "apps", Kind: "Deployment", Namespace: "shop", Name: "web"},

@@ -152,10 +152,12 @@ func judge(o *Object, tool Tool, writes []Write, rejections map[cluster.Ref]stri
 	}
 }
 
-// loopFields are the fields the loop is about: what the tool's writes and
-// the others' writes changed after creation, and what still differs.
+// loopFields are the fields the loop is about: those both the tool and
+// another writer changed after creation, and those that still differ (what
+// admission changes in the tool's own request shows only there). A field
+// the tool set once, when it first took the object over, is not part of it.
 func loopFields(o *Object, writes []Write) []string {
-	set := map[string]bool{}
+	byTool, byOthers := map[string]bool{}, map[string]bool{}
 	created := false
 	for _, w := range writes {
 		if w.Error != "" {
@@ -166,9 +168,20 @@ func loopFields(o *Object, writes []Write) []string {
 			continue
 		}
 		for _, f := range w.Fields {
-			if !bookkeeping(f.Pointer) {
-				set[f.Pointer] = true
+			if bookkeeping(f.Pointer) {
+				continue
 			}
+			if w.ByTool {
+				byTool[f.Pointer] = true
+			} else {
+				byOthers[f.Pointer] = true
+			}
+		}
+	}
+	set := map[string]bool{}
+	for p := range byTool {
+		if byOthers[p] {
+			set[p] = true
 		}
 	}
 	if o.Drift != nil {
@@ -176,6 +189,14 @@ func loopFields(o *Object, writes []Write) []string {
 			if f.IgnoredBy == "" && !bookkeeping(f.Pointer) {
 				set[f.Pointer] = true
 			}
+		}
+	}
+	if len(set) == 0 {
+		for p := range byTool {
+			set[p] = true
+		}
+		for p := range byOthers {
+			set[p] = true
 		}
 	}
 	out := make([]string, 0, len(set))

@@ -92,6 +92,9 @@ func (w *FieldWriter) Watches(ref cluster.Ref) bool { return w.Every == 0 && w.T
 // Delay implements Writer.
 func (w *FieldWriter) Delay() time.Duration { return w.After }
 
+// Period implements periodic.
+func (w *FieldWriter) Period() time.Duration { return w.Every }
+
 // Act implements Writer.
 func (w *FieldWriter) Act(ctx context.Context, c cluster.Cluster) error {
 	objs, err := listSelected(ctx, c, w.Target)

@@ -8,6 +8,7 @@ import (
 	"github.com/fluxcd/pkg/ssa/jsondiff"
 
 	tdrift "github.com/truce-dev/truce/drift"
+	"github.com/truce-dev/truce/drift/ignore"
 )
 
 // Objects the cases share. Namespaces are left out: every namespaced object
@@ -115,7 +116,11 @@ spec:
 `
 	// platformDefaults is a MutatingAdmissionPolicy that overrides a label
 	// and a spec field Git sets, on Deployments that opt in by label (so
-	// that it touches no other case's objects).
+	// that it touches no other case's objects). The server keeps every
+	// case's policies (cases share it without cleanup) and evaluates them in
+	// Go map order, so a case's policies must select only objects no other
+	// policy touches, or write disjoint fields; the cases' probes check the
+	// answer, never which policy gave it.
 	platformDefaults = `apiVersion: admissionregistration.k8s.io/v1
 kind: MutatingAdmissionPolicy
 metadata: {name: drift-e2e-platform-defaults}
@@ -163,7 +168,48 @@ spec:
       containers:
       - {name: web, image: registry.example/web:1.0}
 `
+	// optInDeployment is deployment opting in to platformDefaults, without
+	// the label and field the policy sets.
+	optInDeployment = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  labels: {app: web, drift.truce.dev/platform-defaults: "on"}
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: web
+        image: registry.example/web:1.0
+        ports:
+        - {name: http, containerPort: 8080}
+`
 )
+
+// platformProbe shows platformDefaults in effect: a dry-run create of the
+// case's desired Deployment (which opts in) comes back with what the
+// policy sets.
+var platformProbe = admissionProbe{want: `
+metadata: {labels: {tier: platform}}
+spec: {revisionHistoryLimit: 3}
+`}
+
+// optInLabel is the pointer of platformDefaults' opt-in label.
+const optInLabel = "/metadata/labels/drift.truce.dev~1platform-defaults"
+
+// replicasRule is an Argo CD ignoreDifferences entry for the replicas of
+// Deployments.
+var replicasRule = ignore.Rule{Tool: ignore.ArgoCD, Field: "spec.ignoreDifferences[0]",
+	Target: ignore.Target{Group: "apps", Kind: "Deployment"}, JSONPointers: []string{"/spec/replicas"}}
+
+// hpaRule is an Argo CD ignoreDifferences entry for what the HPA owns.
+var hpaRule = ignore.Rule{Tool: ignore.ArgoCD, Field: "spec.ignoreDifferences[0]",
+	Target: ignore.Target{Group: "apps", Kind: "Deployment"}, ManagedFieldsManagers: []string{hpa}}
 
 // Flux's field manager and the managers of the histories.
 const (
@@ -193,6 +239,11 @@ var cases = []testCase{
 		},
 		desired: deployment,
 		flux:    fluxCase{want: tdrift.Drifted, wantFields: []string{"/spec/replicas"}},
+		argo: argoCase{
+			legacy:     expect(tdrift.Drifted, "/spec/replicas"),
+			ssd:        expect(tdrift.Drifted, "/spec/replicas"),
+			ssdWebhook: expect(tdrift.Drifted, "/metadata/generation", "/spec/replicas"),
+		},
 	},
 	{
 		name: "ignore-replicas-with-selector",
@@ -205,6 +256,15 @@ var cases = []testCase{
 			rules: []tdrift.FluxRule{rule("hpa", &jsondiff.Selector{Group: "apps", Kind: "Deployment", Name: "web"}, "/spec/replicas")},
 			want:  tdrift.InSync,
 		},
+		argo: argoCase{
+			rules:  []ignore.Rule{replicasRule},
+			legacy: expect(tdrift.InSync),
+			ssd:    expect(tdrift.InSync),
+			// The dry run's answer is compared whole: replicas are
+			// ignored, the generation the changed spec bumps is not
+			// (argo-cd#17568; users ignore /metadata/generation).
+			ssdWebhook: expect(tdrift.Drifted, "/metadata/generation"),
+		},
 	},
 	{
 		name: "ignore-replicas-without-selector",
@@ -216,6 +276,13 @@ var cases = []testCase{
 		flux: fluxCase{
 			rules: []tdrift.FluxRule{rule("hpa", nil, "/spec/replicas")},
 			want:  tdrift.InSync,
+		},
+		// Argo CD's managedFieldsManagers: what the HPA owns is not drift.
+		argo: argoCase{
+			rules:      []ignore.Rule{hpaRule},
+			legacy:     expect(tdrift.InSync),
+			ssd:        expect(tdrift.InSync),
+			ssdWebhook: expect(tdrift.Drifted, "/metadata/generation"),
 		},
 	},
 	{
@@ -230,6 +297,11 @@ var cases = []testCase{
 			want:       tdrift.Drifted,
 			wantFields: []string{"/spec/replicas"},
 		},
+		argo: argoCase{
+			legacy:     expect(tdrift.Drifted, "/spec/replicas"),
+			ssd:        expect(tdrift.Drifted, "/spec/replicas"),
+			ssdWebhook: expect(tdrift.Drifted, "/metadata/generation", "/spec/replicas"),
+		},
 	},
 	{
 		name: "apply-manager-shares-field",
@@ -243,6 +315,11 @@ data: {log-level: info, extra: "1"}
 		},
 		desired: configMap,
 		flux:    fluxCase{want: tdrift.InSync},
+		argo: argoCase{
+			legacy:     expect(tdrift.InSync),
+			ssd:        expect(tdrift.InSync),
+			ssdWebhook: expect(tdrift.InSync),
+		},
 	},
 	{
 		name: "apply-manager-takes-field",
@@ -256,6 +333,11 @@ data: {log-level: debug}
 		},
 		desired: configMap,
 		flux:    fluxCase{want: tdrift.Drifted, wantFields: []string{"/data/log-level"}},
+		argo: argoCase{
+			legacy:     expect(tdrift.Drifted, "/data/log-level"),
+			ssd:        expect(tdrift.Drifted, "/data/log-level"),
+			ssdWebhook: expect(tdrift.Drifted, "/data/log-level"),
+		},
 	},
 	{
 		name: "apply-conflict",
@@ -269,6 +351,11 @@ data: {log-level: debug}
 		},
 		desired: configMap,
 		flux:    fluxCase{want: tdrift.InSync},
+		argo: argoCase{
+			legacy:     expect(tdrift.InSync),
+			ssd:        expect(tdrift.InSync),
+			ssdWebhook: expect(tdrift.InSync),
+		},
 	},
 	{
 		name: "label-added-by-other-manager",
@@ -283,6 +370,11 @@ metadata:
 		},
 		desired: configMap,
 		flux:    fluxCase{want: tdrift.InSync},
+		argo: argoCase{
+			legacy:     expect(tdrift.InSync),
+			ssd:        expect(tdrift.InSync),
+			ssdWebhook: expect(tdrift.InSync),
+		},
 	},
 	{
 		name: "label-changed-by-other-manager",
@@ -297,6 +389,11 @@ metadata:
 		},
 		desired: configMap,
 		flux:    fluxCase{want: tdrift.Drifted, wantFields: []string{"/metadata/labels/app"}},
+		argo: argoCase{
+			legacy:     expect(tdrift.Drifted, "/metadata/labels/app"),
+			ssd:        expect(tdrift.Drifted, "/metadata/labels/app"),
+			ssdWebhook: expect(tdrift.Drifted, "/metadata/labels/app"),
+		},
 	},
 	{
 		name: "operator-owns-configmap-key",
@@ -310,6 +407,11 @@ data: {generated-at: "2026-01-01T00:00:00Z"}
 		},
 		desired: configMap,
 		flux:    fluxCase{want: tdrift.InSync},
+		argo: argoCase{
+			legacy:     expect(tdrift.InSync),
+			ssd:        expect(tdrift.InSync),
+			ssdWebhook: expect(tdrift.InSync),
+		},
 	},
 	{
 		name: "operator-changes-git-key",
@@ -323,6 +425,11 @@ data: {mode: safe, generated-at: "2026-01-01T00:00:00Z"}
 		},
 		desired: configMap,
 		flux:    fluxCase{want: tdrift.Drifted, wantFields: []string{"/data/mode"}},
+		argo: argoCase{
+			legacy:     expect(tdrift.Drifted, "/data/mode"),
+			ssd:        expect(tdrift.Drifted, "/data/mode"),
+			ssdWebhook: expect(tdrift.Drifted, "/data/mode"),
+		},
 	},
 	{
 		name: "field-removed-from-git",
@@ -337,6 +444,14 @@ metadata:
 data: {log-level: info}
 `,
 		flux: fluxCase{want: tdrift.Drifted, wantFields: []string{"/data/mode"}},
+		// Argo CD sees nothing: its legacy diff has no last-applied
+		// configuration to remove the key from, and its dry run is
+		// argocd-controller's, which leaves kustomize-controller's key.
+		argo: argoCase{
+			legacy:     expect(tdrift.InSync),
+			ssd:        expect(tdrift.InSync),
+			ssdWebhook: expect(tdrift.InSync),
+		},
 	},
 	{
 		// The removed field is co-owned by another applier, so the apply
@@ -358,6 +473,11 @@ metadata:
 data: {log-level: info}
 `,
 		flux: fluxCase{want: tdrift.InSync},
+		argo: argoCase{
+			legacy:     expect(tdrift.InSync),
+			ssd:        expect(tdrift.InSync),
+			ssdWebhook: expect(tdrift.InSync),
+		},
 	},
 	{
 		name: "created-by-kubectl-create",
@@ -372,6 +492,11 @@ metadata:
 data: {log-level: info, mode: safe}
 `,
 		flux: fluxCase{want: tdrift.Drifted, wantFields: []string{"/data/mode"}},
+		argo: argoCase{
+			legacy:     expect(tdrift.Drifted, "/data/mode"),
+			ssd:        expect(tdrift.Drifted, "/data/mode"),
+			ssdWebhook: expect(tdrift.Drifted, "/data/mode"),
+		},
 	},
 	{
 		name: "ignore-annotation-with-selector",
@@ -388,6 +513,11 @@ metadata:
 		flux: fluxCase{
 			rules: []tdrift.FluxRule{rule("revision", &jsondiff.Selector{Kind: "ConfigMap", Name: "settings"}, revisionAnnotation)},
 			want:  tdrift.InSync,
+		},
+		argo: argoCase{
+			legacy:     expect(tdrift.Drifted, revisionAnnotation),
+			ssd:        expect(tdrift.Drifted, revisionAnnotation),
+			ssdWebhook: expect(tdrift.Drifted, revisionAnnotation),
 		},
 	},
 	{
@@ -408,6 +538,11 @@ metadata:
 			want:       tdrift.Drifted,
 			wantFields: []string{"/metadata/annotations/example.com~1owner"},
 		},
+		argo: argoCase{
+			legacy:     expect(tdrift.Drifted, "/metadata/annotations/example.com~1owner", revisionAnnotation),
+			ssd:        expect(tdrift.Drifted, "/metadata/annotations/example.com~1owner", revisionAnnotation),
+			ssdWebhook: expect(tdrift.Drifted, "/metadata/annotations/example.com~1owner", revisionAnnotation),
+		},
 	},
 	{
 		name: "image-changed-in-git",
@@ -421,11 +556,21 @@ metadata:
 			want:       tdrift.Drifted,
 			wantFields: []string{"/spec/template/spec/containers/0/image"},
 		},
+		argo: argoCase{
+			legacy:     expect(tdrift.Drifted, "/spec/replicas", "/spec/template/spec/containers/0/image"),
+			ssd:        expect(tdrift.Drifted, "/spec/replicas", "/spec/template/spec/containers/0/image"),
+			ssdWebhook: expect(tdrift.Drifted, "/metadata/generation", "/spec/replicas", "/spec/template/spec/containers/0/image"),
+		},
 	},
 	{
 		name:    "not-created-yet",
 		desired: deployment,
 		flux:    fluxCase{want: tdrift.Missing},
+		argo: argoCase{
+			legacy:     expect(tdrift.Missing),
+			ssd:        expect(tdrift.Missing),
+			ssdWebhook: expect(tdrift.Missing),
+		},
 	},
 	{
 		name: "secret-rotated",
@@ -439,6 +584,14 @@ data: {password: cm90YXRlZA==}
 		},
 		desired: stringSecret,
 		flux:    fluxCase{want: tdrift.Drifted, wantFields: []string{"/data/password"}},
+		// In the dry run argocd-controller owns stringData, which the
+		// server folds into data: data is nobody's, so without
+		// IncludeMutationWebhook the rotated value is taken as desired.
+		argo: argoCase{
+			legacy:     expect(tdrift.Drifted, "/data/password"),
+			ssd:        expect(tdrift.InSync),
+			ssdWebhook: expect(tdrift.Drifted, "/data/password"),
+		},
 	},
 	{
 		// Reapplying stringData is a no-op on the server: the merged
@@ -451,6 +604,11 @@ data: {password: cm90YXRlZA==}
 		wantStored: "data: {username: YWRtaW4=, password: czNjcmV0}\n",
 		desired:    stringSecret,
 		flux:       fluxCase{want: tdrift.InSync},
+		argo: argoCase{
+			legacy:     expect(tdrift.InSync),
+			ssd:        expect(tdrift.InSync),
+			ssdWebhook: expect(tdrift.InSync),
+		},
 	},
 	{
 		name:    "custom-resource",
@@ -481,16 +639,23 @@ spec:
 `,
 		desired: widget,
 		flux:    fluxCase{want: tdrift.Drifted, wantFields: []string{"/spec/size"}},
+		// Argo CD's legacy diff merges custom resources with a JSON merge
+		// patch: the list the platform team extended differs whole.
+		argo: argoCase{
+			legacy:     expect(tdrift.Drifted, "/spec/ports", "/spec/size"),
+			ssd:        expect(tdrift.Drifted, "/spec/size"),
+			ssdWebhook: expect(tdrift.Drifted, "/metadata/generation", "/spec/size"),
+		},
 	},
 	{
 		// Admission overrides a label and a field Git sets, on every
-		// write, the dry run included: Flux sees no drift although the
-		// stored object differs from Git.
-		name: "mutating-admission-policy",
-		skip: "flaky: failed in 1 of 3 full runs of the suite on 2026-11-30 and passes alone; " +
-			"suspected: the shared server has not yet applied the policy when the case starts (policy settle time); " +
-			"make the case wait for the mutation before it asserts, then remove this skip",
+		// write, the dry run included: Flux and Argo CD's server-side diff
+		// see no drift there although the stored object differs from Git;
+		// the legacy diff (two-way: kubectl create keeps no
+		// last-applied-configuration) sees both.
+		name:    "mutating-admission-policy",
 		prereqs: platformDefaults,
+		probe:   platformProbe,
 		steps: []step{
 			{op: opCreate, manager: "kubectl-create", object: platformDeployment},
 			{op: opUpdate, manager: hpa, object: scaled},
@@ -501,11 +666,17 @@ spec: {revisionHistoryLimit: 3}
 `,
 		desired: platformDeployment,
 		flux:    fluxCase{want: tdrift.Drifted, wantFields: []string{"/spec/replicas"}},
+		argo: argoCase{
+			legacy:     expect(tdrift.Drifted, "/metadata/labels/tier", "/spec/replicas", "/spec/revisionHistoryLimit"),
+			ssd:        expect(tdrift.Drifted, "/spec/replicas"),
+			ssdWebhook: expect(tdrift.Drifted, "/metadata/generation", "/spec/replicas"),
+		},
 	},
 	{
 		// Reapplying what admission overrides is a no-op on the server.
 		name:    "mutating-admission-policy-reapplied",
 		prereqs: platformDefaults,
+		probe:   platformProbe,
 		steps: []step{
 			{op: opApply, manager: flux, force: true, object: platformDeployment, repeatNextSecond: true},
 		},
@@ -515,5 +686,113 @@ spec: {revisionHistoryLimit: 3}
 `,
 		desired: platformDeployment,
 		flux:    fluxCase{want: tdrift.InSync},
+		argo: argoCase{
+			legacy:     expect(tdrift.Drifted, "/metadata/labels/tier", "/spec/revisionHistoryLimit"),
+			ssd:        expect(tdrift.InSync),
+			ssdWebhook: expect(tdrift.InSync),
+		},
+	},
+	{
+		// Argo CD's default sync (client-side apply) of what admission
+		// overrides: the legacy three-way diff shows the override of
+		// every field Git sets (the seeds' endless sync), the server-side
+		// diff none, with or without IncludeMutationWebhook.
+		name:    "mutating-admission-policy-argocd-sync",
+		prereqs: platformDefaults,
+		probe:   platformProbe,
+		steps: []step{
+			{op: opClientApply, manager: argo, object: platformDeployment},
+		},
+		wantStored: `
+metadata: {labels: {tier: platform}}
+spec: {revisionHistoryLimit: 3}
+`,
+		desired: platformDeployment,
+		flux:    fluxCase{want: tdrift.InSync},
+		argo: argoCase{
+			legacy:     expect(tdrift.Drifted, "/metadata/labels/tier", "/spec/revisionHistoryLimit"),
+			ssd:        expect(tdrift.InSync),
+			ssdWebhook: expect(tdrift.InSync),
+		},
+	},
+	{
+		// Git opts the live object in to the policy: the dry run now
+		// adds a label and rewrites a defaulted field, neither of which
+		// Git sets. Without IncludeMutationWebhook they take their live
+		// value (nobody owns them in the dry run); with it they show.
+		name:    "mutating-admission-policy-opt-in",
+		prereqs: platformDefaults,
+		probe:   platformProbe,
+		steps: []step{
+			{op: opApply, manager: argo, force: true, object: deployment},
+		},
+		wantStored: "spec: {revisionHistoryLimit: 10}\n",
+		desired:    optInDeployment,
+		flux: fluxCase{want: tdrift.Drifted, wantFields: []string{
+			optInLabel, "/metadata/labels/tier", "/spec/revisionHistoryLimit",
+		}},
+		argo: argoCase{
+			legacy:     expect(tdrift.Drifted, optInLabel),
+			ssd:        expect(tdrift.Drifted, optInLabel),
+			ssdWebhook: expect(tdrift.Drifted, "/metadata/generation", optInLabel, "/metadata/labels/tier", "/spec/revisionHistoryLimit"),
+		},
+	},
+	{
+		// Argo CD's default sync, then an HPA: every tool sees replicas.
+		name: "argocd-sync-hpa-takes-replicas",
+		steps: []step{
+			{op: opClientApply, manager: argo, object: deployment},
+			{op: opUpdate, manager: hpa, object: scaled},
+		},
+		desired: deployment,
+		flux:    fluxCase{want: tdrift.Drifted, wantFields: []string{"/spec/replicas"}},
+		argo: argoCase{
+			legacy:     expect(tdrift.Drifted, "/spec/replicas"),
+			ssd:        expect(tdrift.Drifted, "/spec/replicas"),
+			ssdWebhook: expect(tdrift.Drifted, "/metadata/generation", "/spec/replicas"),
+		},
+	},
+	{
+		// A label Git does not mention is not drift for anyone.
+		name: "argocd-sync-label-added",
+		steps: []step{
+			{op: opClientApply, manager: argo, object: configMap},
+			{op: opUpdate, manager: "kubectl-label", object: `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+  labels: {env: prod}
+`},
+		},
+		desired: configMap,
+		flux:    fluxCase{want: tdrift.InSync},
+		argo: argoCase{
+			legacy:     expect(tdrift.InSync),
+			ssd:        expect(tdrift.InSync),
+			ssdWebhook: expect(tdrift.InSync),
+		},
+	},
+	{
+		// A key removed from Git after a client-side sync: the legacy
+		// diff deletes it (it is in the last-applied configuration); a
+		// server-side apply by the same manager keeps it, since the
+		// client-side sync's entry (operation Update) still owns it.
+		name: "argocd-sync-field-removed-from-git",
+		steps: []step{
+			{op: opClientApply, manager: argo, object: configMap},
+		},
+		desired: `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+  labels: {app: settings}
+data: {log-level: info}
+`,
+		flux: fluxCase{want: tdrift.InSync},
+		argo: argoCase{
+			legacy:     expect(tdrift.Drifted, "/data/mode"),
+			ssd:        expect(tdrift.InSync),
+			ssdWebhook: expect(tdrift.InSync),
+		},
 	},
 }

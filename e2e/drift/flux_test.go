@@ -38,24 +38,25 @@ func TestFlux(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			skipIfKnown(t, tc)
-			e := newEnv(ctx, t, s, tc)
+			e := newEnv(ctx, t, s, "drift-", tc)
 			e.runHistory(ctx, t, tc.steps)
 			e.checkStored(ctx, t, tc.desired, tc.wantStored)
-			e.compareDryRunApply(ctx, t, tc.desired)
+			e.compareDryRunApply(ctx, t, tc.desired, tdrift.FluxFieldManager)
 			e.checkFlux(ctx, t, tc)
 		})
 	}
 }
 
 // compareDryRunApply asserts that a forced server-side apply dry run of
-// desired by kustomize-controller (what Flux sends) returns the same object
-// on both clusters and stores nothing.
-func (e *env) compareDryRunApply(ctx context.Context, t *testing.T, desired string) {
+// desired by manager (kustomize-controller is what Flux sends,
+// argocd-controller what Argo CD's server-side diff sends) returns the same
+// object on both clusters, managedFields included, and stores nothing.
+func (e *env) compareDryRunApply(ctx context.Context, t *testing.T, desired, manager string) {
 	t.Helper()
 	obj := e.object(ctx, t, desired)
 	ref := cluster.RefOf(obj)
 	liveBefore, memBefore := e.stored(ctx, t, "before the dry run", ref)
-	opts := cluster.ApplyOptions{FieldManager: tdrift.FluxFieldManager, Force: true, DryRun: true}
+	opts := cluster.ApplyOptions{FieldManager: manager, Force: true, DryRun: true}
 	liveOut, liveErr := e.live.Apply(ctx, obj.DeepCopy(), opts)
 	memOut, memErr := e.mem.Apply(ctx, obj.DeepCopy(), opts)
 	if liveErr != nil {

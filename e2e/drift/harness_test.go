@@ -8,12 +8,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -38,6 +42,12 @@ const (
 	opUpdate op = "update"
 	// opCreate is a POST.
 	opCreate op = "create"
+	// opClientApply is kubectl's client-side apply of a new object, as Argo
+	// CD's default sync runs it: a POST of the object carrying the
+	// last-applied-configuration annotation (the object itself), which
+	// Argo CD's legacy diff reads as the "original" of its three-way diff.
+	// Only creation is supported.
+	opClientApply op = "client-apply"
 )
 
 // step is one write of a case's history.
@@ -74,9 +84,14 @@ type testCase struct {
 	// the history must contain (a subset, checked against the server), to
 	// keep the case honest: e.g. that a policy did mutate it.
 	wantStored string
+	// probe shows that the case's admission configuration is in effect.
+	// Required when prereqs hold admission policies, bindings or webhook
+	// configurations (see waitForAdmission).
+	probe admissionProbe
 	// desired is the object in Git.
 	desired string
 	flux    fluxCase
+	argo    argoCase
 	// skip, if set, skips the case: "truce bug: ..." for a case that shows
 	// a known difference between truce and the server. Set
 	// TRUCE_E2E_DRIFT_SKIPPED=1 to run such cases anyway.
@@ -107,12 +122,14 @@ const crdWaitTimeout = 30 * time.Second
 // for clients that send none, like cluster/live.
 const fieldValidation = "Warn"
 
-// newEnv creates the case's namespace and prerequisites on the server, waits
-// until they are in effect, and builds a memory cluster from the same
+// newEnv creates the case's namespace (prefix + the case's name) and
+// prerequisites on the server, waits until they are in effect, and builds a
+// memory cluster from the same objects. Each test runs the cases in
+// namespaces of its own prefix, so that tests share the server but not
 // objects.
-func newEnv(ctx context.Context, t *testing.T, s *apiserver.Server, tc testCase) *env {
+func newEnv(ctx context.Context, t *testing.T, s *apiserver.Server, prefix string, tc testCase) *env {
 	t.Helper()
-	e := &env{srv: s, ns: "drift-" + tc.name}
+	e := &env{srv: s, ns: prefix + tc.name}
 	lc, err := live.New(s.RESTConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -132,17 +149,11 @@ func newEnv(ctx context.Context, t *testing.T, s *apiserver.Server, tc testCase)
 	}
 	policies := false
 	for _, o := range objs {
-		switch o.GetKind() {
-		case "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding", "ValidatingAdmissionPolicy",
-			"ValidatingAdmissionPolicyBinding", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
+		switch {
+		case isAdmissionConfig(o):
 			policies = true
-		case "CustomResourceDefinition":
+		case o.GetKind() == "CustomResourceDefinition":
 			e.waitServed(ctx, t, o)
-		}
-	}
-	if policies {
-		if err := s.WaitForAdmissionSync(ctx); err != nil {
-			t.Fatal(err)
 		}
 	}
 
@@ -165,7 +176,129 @@ func newEnv(ctx context.Context, t *testing.T, s *apiserver.Server, tc testCase)
 		cancel()
 	})
 	e.mem = mc
+	if policies {
+		if tc.probe.want == "" && tc.probe.wantDenied == "" {
+			t.Fatalf("case %s has admission configuration in its prereqs but no probe to show it in effect", tc.name)
+		}
+		probe := tc.probe
+		if probe.object == "" {
+			probe.object = tc.desired
+		}
+		e.waitForAdmission(ctx, t, probe)
+	}
 	return e
+}
+
+// isAdmissionConfig reports whether o configures admission: a policy, a
+// binding or a webhook configuration.
+func isAdmissionConfig(o *unstructured.Unstructured) bool {
+	if o.GroupVersionKind().Group != "admissionregistration.k8s.io" {
+		return false
+	}
+	switch o.GetKind() {
+	case "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding", "ValidatingAdmissionPolicy",
+		"ValidatingAdmissionPolicyBinding", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
+		return true
+	}
+	return false
+}
+
+// admissionProbe is a write that shows admission configuration in effect:
+// a server-side dry-run create whose answer carries the policies' mutation
+// (want) or their denial (wantDenied).
+type admissionProbe struct {
+	// object is YAML of the object to dry-run create (in the case's
+	// namespace if namespaced). Empty means the case's desired object.
+	object string
+	// want is YAML that the dry-run answer must contain (a subset), e.g.
+	// the fields a MutatingAdmissionPolicy sets.
+	want string
+	// wantDenied: the dry run must be refused with a message containing it
+	// (a ValidatingAdmissionPolicy or webhook that denies the probe).
+	wantDenied string
+}
+
+// admissionTimeout bounds the wait for new admission configuration to take
+// effect on the server. The sentinel (apiserver.WaitForAdmissionSync)
+// usually settles within a second, but kube-apiserver promises nothing:
+// policies are recompiled in a loop from informer caches, and some caches
+// (paramKind resolution) refresh only every 30 s.
+const admissionTimeout = 60 * time.Second
+
+// probeInterval spaces the probe's dry runs.
+const probeInterval = 100 * time.Millisecond
+
+// waitForAdmission returns once the server's admission chain demonstrably
+// applies the configuration just created: it syncs the harness's sentinels
+// (which cover every informer the policy and webhook plugins read), then
+// dry-runs p on the server until the answer is what p expects, polling up to
+// admissionTimeout, so that no case starts before its policies act. The
+// memory cluster compiles its chain when it is built, so the same dry run
+// must give the same answer there at once. The probe depends on no
+// evaluation order: it checks the answer, not which policy gave it.
+func (e *env) waitForAdmission(ctx context.Context, t testing.TB, p admissionProbe) {
+	t.Helper()
+	waitForAdmission(ctx, t, e.srv, e.live, e.mem, e.object(ctx, t, p.object), p)
+}
+
+// waitForAdmission is env.waitForAdmission for a server, its live cluster
+// and a memory cluster holding the same configuration (nil: none to check).
+func waitForAdmission(ctx context.Context, t testing.TB, s *apiserver.Server, lc *live.Cluster, mc *memory.Cluster, obj *unstructured.Unstructured, p admissionProbe) {
+	t.Helper()
+	start := time.Now()
+	if err := s.WaitForAdmissionSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	opts := cluster.WriteOptions{FieldManager: "drift-e2e-probe", DryRun: true}
+	var unmet string
+	attempts := 0
+	err := wait.PollUntilContextTimeout(ctx, probeInterval, admissionTimeout, true, func(ctx context.Context) (bool, error) {
+		attempts++
+		out, err := lc.Create(ctx, obj.DeepCopy(), opts)
+		if ctx.Err() != nil {
+			return false, nil // cut by the deadline: keep the last answer's reason
+		}
+		unmet = p.unmet(out, err)
+		return unmet == "", nil
+	})
+	if err != nil {
+		t.Fatalf("admission configuration not in effect on the server after %s (%d dry runs of %s): %s",
+			admissionTimeout, attempts, cluster.RefOf(obj), unmet)
+	}
+	if d := time.Since(start); d > time.Second || attempts > 1 {
+		t.Logf("admission configuration in effect after %s (%d probe dry runs)", d.Round(time.Millisecond), attempts)
+	}
+	if mc == nil {
+		return
+	}
+	out, err := mc.Create(ctx, obj.DeepCopy(), opts)
+	if unmet := p.unmet(out, err); unmet != "" {
+		t.Fatalf("the probe shows the admission configuration in effect on the server, not on memory: %s", unmet)
+	}
+}
+
+// unmet says why a dry run's answer is not what p expects ("" if it is).
+func (p admissionProbe) unmet(out *unstructured.Unstructured, err error) string {
+	if p.wantDenied != "" {
+		switch {
+		case err == nil:
+			return "the probe was admitted, want a denial containing " + strconv.Quote(p.wantDenied)
+		case !strings.Contains(err.Error(), p.wantDenied):
+			return fmt.Sprintf("the probe was refused with %q, want a denial containing %q", err, p.wantDenied)
+		}
+		return ""
+	}
+	if err != nil {
+		return "the probe was refused: " + err.Error()
+	}
+	var want map[string]any
+	if err := yaml.Unmarshal([]byte(p.want), &want); err != nil {
+		return fmt.Sprintf("the probe's want is not YAML: %v", err)
+	}
+	if missing := notContained(comparable(out), want, ""); len(missing) > 0 {
+		return "the answer lacks " + strings.Join(missing, ", ")
+	}
+	return ""
 }
 
 // waitServed polls until every served version of crd lists objects in the
@@ -196,7 +329,7 @@ func (e *env) waitServed(ctx context.Context, t *testing.T, crd *unstructured.Un
 
 // object parses one YAML document and puts it into the case's namespace if
 // its kind is namespaced.
-func (e *env) object(ctx context.Context, t *testing.T, doc string) *unstructured.Unstructured {
+func (e *env) object(ctx context.Context, t testing.TB, doc string) *unstructured.Unstructured {
 	t.Helper()
 	u := parse(t, doc)
 	namespaced, err := e.srv.IsNamespaced(ctx, u.GroupVersionKind())
@@ -211,7 +344,7 @@ func (e *env) object(ctx context.Context, t *testing.T, doc string) *unstructure
 
 // parse decodes one YAML document as the API machinery decodes JSON
 // (integers as int64).
-func parse(t *testing.T, doc string) *unstructured.Unstructured {
+func parse(t testing.TB, doc string) *unstructured.Unstructured {
 	t.Helper()
 	data, err := yaml.YAMLToJSON([]byte(doc))
 	if err != nil {
@@ -248,8 +381,31 @@ func runStep(ctx context.Context, c cluster.Cluster, st step, obj *unstructured.
 		}
 		mergePatch(current.Object, obj.Object)
 		return c.Update(ctx, current, cluster.WriteOptions{FieldManager: st.manager})
+	case opClientApply:
+		applied, err := withLastApplied(obj)
+		if err != nil {
+			return nil, err
+		}
+		return c.Create(ctx, applied, cluster.WriteOptions{FieldManager: st.manager})
 	}
 	return nil, fmt.Errorf("unknown step operation %q", st.op)
+}
+
+// withLastApplied returns obj carrying kubectl's
+// last-applied-configuration annotation: obj itself, as JSON.
+func withLastApplied(obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	data, err := json.Marshal(obj.Object)
+	if err != nil {
+		return nil, err
+	}
+	out := obj.DeepCopy()
+	annotations := out.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[corev1.LastAppliedConfigAnnotation] = string(data)
+	out.SetAnnotations(annotations)
+	return out, nil
 }
 
 // mergePatch merges patch into doc as an RFC 7386 JSON merge patch.
@@ -342,21 +498,32 @@ func (e *env) checkStored(ctx context.Context, t *testing.T, desired, want strin
 }
 
 // notContained lists the paths of want whose values got lacks. Both are
-// generic JSON values.
+// generic JSON values; maps are compared key by key, lists item by item
+// (same length, each item contained), anything else exactly.
 func notContained(got, want any, path string) []string {
-	wm, ok := want.(map[string]any)
-	if !ok {
-		if cmp.Equal(got, want) {
-			return nil
+	switch w := want.(type) {
+	case map[string]any:
+		gm, _ := got.(map[string]any)
+		var out []string
+		for k, v := range w {
+			out = append(out, notContained(gm[k], v, path+"/"+k)...)
 		}
-		return []string{fmt.Sprintf("%s=%v (stored: %v)", path, want, got)}
+		return out
+	case []any:
+		gl, ok := got.([]any)
+		if !ok || len(gl) != len(w) {
+			return []string{fmt.Sprintf("%s=%v (stored: %v)", path, want, got)}
+		}
+		var out []string
+		for i := range w {
+			out = append(out, notContained(gl[i], w[i], fmt.Sprintf("%s/%d", path, i))...)
+		}
+		return out
 	}
-	gm, _ := got.(map[string]any)
-	var out []string
-	for k, v := range wm {
-		out = append(out, notContained(gm[k], v, path+"/"+k)...)
+	if cmp.Equal(got, want) {
+		return nil
 	}
-	return out
+	return []string{fmt.Sprintf("%s=%v (stored: %v)", path, want, got)}
 }
 
 // waitNextSecond waits until the clock (the server's too: it runs in this
@@ -415,19 +582,78 @@ func managedTimes(obj *unstructured.Unstructured) string {
 }
 
 // compareObjects fails the test if the memory cluster's object differs
-// from the server's (see comparable for what is left out).
+// from the server's (see comparable for what is left out), or if either
+// lists its managedFields out of the server's order.
 func compareObjects(t *testing.T, what string, liveObj, memObj *unstructured.Unstructured) {
 	t.Helper()
+	checkManagedFieldsOrder(t, what+" on the server", liveObj)
+	checkManagedFieldsOrder(t, what+" on memory", memObj)
 	if d := cmp.Diff(comparable(liveObj), comparable(memObj)); d != "" {
 		t.Errorf("%s: memory differs from the server (-server +memory):\n%s", what, d)
 	}
 }
 
+// managedFieldsLess is the order in which the API server lists
+// managedFields entries (k8s.io/apimachinery/pkg/util/managedfields/internal
+// sortEncodedManagedFields): by operation, then by time in whole seconds,
+// then by manager, apiVersion and subresource.
+func managedFieldsLess(p, q metav1.ManagedFieldsEntry) bool {
+	if p.Operation != q.Operation {
+		return p.Operation < q.Operation
+	}
+	var ps, qs int64
+	if p.Time != nil {
+		ps = p.Time.Unix()
+	}
+	if q.Time != nil {
+		qs = q.Time.Unix()
+	}
+	if ps != qs {
+		return ps < qs
+	}
+	if p.Manager != q.Manager {
+		return p.Manager < q.Manager
+	}
+	if p.APIVersion != q.APIVersion {
+		return p.APIVersion < q.APIVersion
+	}
+	return p.Subresource < q.Subresource
+}
+
+// checkManagedFieldsOrder fails the test unless obj lists its managedFields
+// in the server's order for the entries' own times.
+//
+// The order depends on the second each entry was written in, and the two
+// clusters write each step a few milliseconds apart: when a second ends in
+// between, two Update entries that the server lists [kubectl-create,
+// hpa-controller] (written in different seconds) are [hpa-controller,
+// kubectl-create] on memory (same second, so by name). comparable therefore
+// puts the entries in an order that does not depend on time, and this check
+// keeps the order itself honest on each side.
+func checkManagedFieldsOrder(t *testing.T, what string, obj *unstructured.Unstructured) {
+	t.Helper()
+	if !inServerOrder(obj) {
+		t.Errorf("%s: managedFields are not in the server's order (operation, second, manager): %s", what, managedTimes(obj))
+	}
+}
+
+// inServerOrder reports whether obj (nil: none) lists its managedFields as
+// the server would, given their times.
+func inServerOrder(obj *unstructured.Unstructured) bool {
+	if obj == nil {
+		return true
+	}
+	mfs := obj.GetManagedFields()
+	return sort.SliceIsSorted(mfs, func(i, j int) bool { return managedFieldsLess(mfs[i], mfs[j]) })
+}
+
 // comparable is obj as JSON values without what no two servers share:
 // uid, resourceVersion, creationTimestamp and the time of managedFields
 // entries. Everything else counts, managedFields (manager, operation,
-// apiVersion, fieldsType, fieldsV1, subresource, in order) and generation
-// included.
+// apiVersion, fieldsType, fieldsV1, subresource) and generation included;
+// managedFields entries are sorted by operation, manager, apiVersion and
+// subresource, since their order also depends on their times (see
+// checkManagedFieldsOrder).
 func comparable(obj *unstructured.Unstructured) map[string]any {
 	if obj == nil {
 		return nil
@@ -450,9 +676,22 @@ func comparable(obj *unstructured.Unstructured) map[string]any {
 					delete(e, "time")
 				}
 			}
+			sort.SliceStable(mfs, func(i, j int) bool { return managedFieldsKey(mfs[i]) < managedFieldsKey(mfs[j]) })
 		}
 	}
 	return m
+}
+
+// managedFieldsKey orders a managedFields entry (as JSON values) without its
+// time: operation, manager, apiVersion, subresource.
+func managedFieldsKey(entry any) string {
+	e, _ := entry.(map[string]any)
+	var key []string
+	for _, f := range []string{"operation", "manager", "apiVersion", "subresource"} {
+		v, _ := e[f].(string)
+		key = append(key, v)
+	}
+	return strings.Join(key, "\x00")
 }
 
 // compareErrors fails the test unless memory's error is the server's: same

@@ -5,8 +5,11 @@
 // several field managers) to the real server and to truce's in-process
 // cluster (cluster/memory), asserts after every step that both store the
 // same object, managedFields included, and then that a GitOps tool's drift
-// decision (Flux's, through drift.Flux) comes out the same on both and
-// agrees with the tool's own code run against the real server.
+// decision comes out the same on both: Flux's (drift.Flux, TestFlux, also
+// checked against Flux's own code run on the server) and Argo CD's
+// (drift.ArgoLegacy and drift.ArgoServerSide with and without
+// IncludeMutationWebhook, TestArgo). TestDelete compares deletes, and
+// BenchmarkDriftLive measures the strategies against the real server.
 package drift
 
 import (
@@ -30,7 +33,7 @@ func TestMain(m *testing.M) {
 }
 
 // server returns the binary's one kube-apiserver, starting it on first use.
-func server(t *testing.T) *apiserver.Server {
+func server(t testing.TB) *apiserver.Server {
 	t.Helper()
 	start := time.Now()
 	s, err := apiserver.Shared(context.Background(), nil)

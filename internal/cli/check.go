@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -157,7 +159,7 @@ func runCheck(ctx context.Context, cmd *cobra.Command, cf *clusterFlags, args []
 	in := check.Input{Repository: repoObjs, Cluster: clusterObjs}
 	var loader check.Loader
 	if verify {
-		loader = overlayLoader(cmd, args, cf.cluster, clusterObjs, kubeconfig != "" || kubeContext != "")
+		loader = overlayLoader(cmd, args, cf.cluster, repoObjs, clusterObjs, kubeconfig != "" || kubeContext != "")
 	}
 	out, err := check.Check(ctx, in, check.Options{Admission: aopts, Simulation: sim}, loader, nil)
 	if err != nil {
@@ -193,70 +195,166 @@ func loadArgs(ctx context.Context, cmd *cobra.Command, args []string, ref string
 	return objs, nil
 }
 
-// overlayLoader verifies a fix on a copy: the repository and cluster paths
-// are copied into a temporary directory, the fix's files are written over
-// the copy, and everything is loaded from there.
-func overlayLoader(cmd *cobra.Command, args, clusterPaths []string, liveCluster []manifest.Object, live bool) check.Loader {
+// overlayLoader verifies a fix. Plain manifest files the fix rewrites or
+// creates are decoded from the fix's bytes and replace what was loaded
+// from them; everything else is reused as loaded. When a fix touches what
+// kustomize renders (a kustomization, or a file one uses), the inputs are
+// copied to a temporary directory, the fix's files written over the copy,
+// and everything is loaded from there.
+func overlayLoader(cmd *cobra.Command, args, clusterPaths []string, repoObjs, clusterObjs []manifest.Object, live bool) check.Loader {
 	return func(ctx context.Context, overlay map[string][]byte) (check.Input, error) {
 		for _, a := range args {
 			if _, ok := manifest.ParseGitArg(a); ok {
 				return check.Input{}, fmt.Errorf("fixes of a Git source are verified on a working tree: clone it and check the directory")
 			}
 		}
-		tmp, err := os.MkdirTemp("", "truce-verify-")
-		if err != nil {
-			return check.Input{}, err
+		if len(overlay) == 0 && repoObjs != nil {
+			return check.Input{Repository: repoObjs, Cluster: clusterObjs}, nil
 		}
-		defer os.RemoveAll(tmp)
-		mapped := func(paths []string, prefix string) ([]string, map[string]string, error) {
-			out := make([]string, len(paths))
-			roots := map[string]string{}
-			for i, p := range paths {
-				abs, err := filepath.Abs(p)
-				if err != nil {
-					return nil, nil, err
-				}
-				dst := filepath.Join(tmp, fmt.Sprintf("%s%d", prefix, i), filepath.Base(abs))
-				if err := copyTree(abs, dst); err != nil {
-					return nil, nil, fmt.Errorf("copying %s to verify a fix: %w", p, err)
-				}
-				out[i] = dst
-				roots[abs] = dst
-			}
-			return out, roots, nil
+		if in, ok, err := replaceFiles(overlay, args, clusterPaths, repoObjs, clusterObjs, live); ok || err != nil {
+			return in, err
 		}
-		repoPaths, repoRoots, err := mapped(args, "repo")
-		if err != nil {
-			return check.Input{}, err
-		}
-		cPaths, cRoots, err := mapped(clusterPaths, "cluster")
-		if err != nil {
-			return check.Input{}, err
-		}
-		for path, data := range overlay {
-			dst, err := mapInto(path, repoRoots, cRoots)
-			if err != nil {
-				return check.Input{}, err
-			}
-			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-				return check.Input{}, err
-			}
-			if err := os.WriteFile(dst, data, 0o644); err != nil {
-				return check.Input{}, err
-			}
-		}
-		repoObjs, err := loadArgs(ctx, cmd, repoPaths, "")
-		if err != nil {
-			return check.Input{}, err
-		}
-		clusterObjs := liveCluster
-		if !live {
-			if clusterObjs, err = manifest.LoadPaths(ctx, cPaths, manifest.DefaultOptions()); err != nil {
-				return check.Input{}, err
-			}
-		}
-		return check.Input{Repository: repoObjs, Cluster: clusterObjs}, nil
+		return copyAndLoad(ctx, cmd, overlay, args, clusterPaths, clusterObjs, live)
 	}
+}
+
+// replaceFiles is the fast way of overlayLoader: ok is false when a file
+// of the overlay is rendered by kustomize.
+func replaceFiles(overlay map[string][]byte, args, clusterPaths []string, repoObjs, clusterObjs []manifest.Object, live bool) (check.Input, bool, error) {
+	if repoObjs == nil {
+		return check.Input{}, false, nil
+	}
+	abs := func(p string) string {
+		a, err := filepath.Abs(p)
+		if err != nil {
+			return p
+		}
+		return a
+	}
+	changed := map[string]bool{}
+	for p := range overlay {
+		base := filepath.Base(p)
+		if base == "kustomization.yaml" || base == "kustomization.yml" || base == "Kustomization" {
+			return check.Input{}, false, nil
+		}
+		changed[abs(p)] = true
+	}
+	for _, objs := range [][]manifest.Object{repoObjs, clusterObjs} {
+		for _, o := range objs {
+			if o.Source.Kustomization == "" {
+				continue
+			}
+			if changed[abs(o.Source.File)] {
+				return check.Input{}, false, nil
+			}
+			kdir := filepath.Dir(abs(o.Source.Kustomization)) + string(filepath.Separator)
+			for p := range changed {
+				if strings.HasPrefix(p, kdir) {
+					return check.Input{}, false, nil
+				}
+			}
+		}
+	}
+	keep := func(objs []manifest.Object) []manifest.Object {
+		var out []manifest.Object
+		for _, o := range objs {
+			if !changed[abs(o.Source.File)] {
+				out = append(out, o)
+			}
+		}
+		return out
+	}
+	repo, cl := keep(repoObjs), clusterObjs
+	if !live {
+		cl = keep(clusterObjs)
+	}
+	under := func(p string, roots []string) bool {
+		for _, r := range roots {
+			ra := abs(r)
+			if p == ra || strings.HasPrefix(p, ra+string(filepath.Separator)) {
+				return true
+			}
+		}
+		return false
+	}
+	paths := make([]string, 0, len(overlay))
+	for p := range overlay {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		objs, err := manifest.Decode(p, bytes.NewReader(overlay[p]), manifest.DefaultOptions())
+		if err != nil {
+			return check.Input{}, true, err
+		}
+		switch {
+		case under(abs(p), args):
+			repo = append(repo, objs...)
+		case under(abs(p), clusterPaths) && !live:
+			cl = append(cl, objs...)
+		default:
+			return check.Input{}, true, fmt.Errorf("%s is outside the paths checked", p)
+		}
+	}
+	return check.Input{Repository: repo, Cluster: cl}, true, nil
+}
+
+// copyAndLoad loads the inputs from a temporary copy with the overlay
+// written over it.
+func copyAndLoad(ctx context.Context, cmd *cobra.Command, overlay map[string][]byte, args, clusterPaths []string, liveCluster []manifest.Object, live bool) (check.Input, error) {
+	tmp, err := os.MkdirTemp("", "truce-verify-")
+	if err != nil {
+		return check.Input{}, err
+	}
+	defer os.RemoveAll(tmp)
+	mapped := func(paths []string, prefix string) ([]string, map[string]string, error) {
+		out := make([]string, len(paths))
+		roots := map[string]string{}
+		for i, p := range paths {
+			abs, err := filepath.Abs(p)
+			if err != nil {
+				return nil, nil, err
+			}
+			dst := filepath.Join(tmp, fmt.Sprintf("%s%d", prefix, i), filepath.Base(abs))
+			if err := copyTree(abs, dst); err != nil {
+				return nil, nil, fmt.Errorf("copying %s to verify a fix: %w", p, err)
+			}
+			out[i] = dst
+			roots[abs] = dst
+		}
+		return out, roots, nil
+	}
+	repoPaths, repoRoots, err := mapped(args, "repo")
+	if err != nil {
+		return check.Input{}, err
+	}
+	cPaths, cRoots, err := mapped(clusterPaths, "cluster")
+	if err != nil {
+		return check.Input{}, err
+	}
+	for path, data := range overlay {
+		dst, err := mapInto(path, repoRoots, cRoots)
+		if err != nil {
+			return check.Input{}, err
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return check.Input{}, err
+		}
+		if err := os.WriteFile(dst, data, 0o644); err != nil {
+			return check.Input{}, err
+		}
+	}
+	repoObjs, err := loadArgs(ctx, cmd, repoPaths, "")
+	if err != nil {
+		return check.Input{}, err
+	}
+	clusterObjs := liveCluster
+	if !live {
+		if clusterObjs, err = manifest.LoadPaths(ctx, cPaths, manifest.DefaultOptions()); err != nil {
+			return check.Input{}, err
+		}
+	}
+	return check.Input{Repository: repoObjs, Cluster: clusterObjs}, nil
 }
 
 // mapInto finds where a file of the inputs lives in the copy.

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func runTruce(t *testing.T, args ...string) (string, string, int) {
+func runTruce(t testing.TB, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	code := Execute(context.Background(), args, strings.NewReader(""), &out, &errOut)

@@ -36,6 +36,8 @@ func TestExamples(t *testing.T) {
 				"flux api Deployment.apps/shop/api":                     "Synced",
 				"flux api HorizontalPodAutoscaler.autoscaling/shop/api": "Synced",
 			}},
+		{dir: "cert-manager-cabundle", code: exitFound,
+			want: want{"flux widgets CustomResourceDefinition.apiextensions.k8s.io/widgets.example.com": "Loop"}},
 		{dir: "operator-configmap", code: exitFound,
 			want: want{
 				"argocd settings ConfigMap/settings/app-config": "Loop",

@@ -204,11 +204,10 @@ func recheck(ctx context.Context, cmd *cobra.Command, o *fixOptions, args []stri
 	if err != nil {
 		return nil, err
 	}
-	load := overlayLoader(cmd, args, o.cluster, nil, false)
 	if !o.dryRun {
 		overlay = nil
 	}
-	in, err := load(ctx, overlay)
+	in, err := copyAndLoad(ctx, cmd, overlay, args, o.cluster, nil, false)
 	if err != nil {
 		return nil, err
 	}
