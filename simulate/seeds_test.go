@@ -203,3 +203,30 @@ func TestKyvernoMutateExistingIsAsynchronous(t *testing.T) {
 		t.Errorf("fields %v", o.Loop.Fields)
 	}
 }
+
+// A webhook that cannot be called offline makes the outcome unknown: the
+// verdict says so instead of guessing.
+func TestUnpredictableWebhook(t *testing.T) {
+	const hook = `apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: injector}
+webhooks:
+- name: inject.example.com
+  clientConfig: {service: {namespace: sys, name: injector, path: /mutate}}
+  rules:
+  - {apiGroups: ["apps"], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["deployments"]}
+  failurePolicy: Ignore
+  sideEffects: None
+  admissionReviewVersions: [v1]
+`
+	c := newCluster(t, shop+"---\n"+hook)
+	d := desiredOf(t, web)
+	res, err := Run(context.Background(), c, &ArgoCD{App: "shop", Automated: true, SelfHeal: true, Desired: d}, nil, d, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := res.Objects[0]
+	if o.Verdict != Unpredictable || len(o.Unpredictable) != 1 || !strings.Contains(o.Unpredictable[0], "inject.example.com") {
+		t.Fatalf("%s %v (%s)", o.Verdict, o.Unpredictable, o.Reason)
+	}
+}
