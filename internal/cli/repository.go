@@ -26,26 +26,9 @@ type repository struct {
 // loadRepository reads manifests from directories, files or Git arguments
 // (URL[//sub/path][?ref=REF]) and separates the GitOps settings out.
 func loadRepository(ctx context.Context, cmd *cobra.Command, args []string, ref string) (*repository, error) {
-	lopts := manifest.DefaultOptions()
-	lopts.Stdin = cmd.InOrStdin()
-	var objs []manifest.Object
-	for _, arg := range args {
-		if src, ok := manifest.ParseGitArg(arg); ok {
-			if ref != "" {
-				src.Ref = ref
-			}
-			got, _, err := manifest.LoadGit(ctx, src, lopts)
-			if err != nil {
-				return nil, err
-			}
-			objs = append(objs, got...)
-			continue
-		}
-		got, err := manifest.LoadPaths(ctx, []string{arg}, lopts)
-		if err != nil {
-			return nil, err
-		}
-		objs = append(objs, got...)
+	objs, err := loadArgs(ctx, cmd, args, ref)
+	if err != nil {
+		return nil, err
 	}
 	in := make([]gitops.Object, len(objs))
 	for i, o := range objs {
