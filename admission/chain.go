@@ -315,8 +315,11 @@ func (c *Chain) isParamKind(gvk k8sschema.GroupVersionKind) bool {
 func (c *Chain) State() *State { return c.state }
 
 func verbFor(op k8sadmission.Operation) string {
-	if op == k8sadmission.Update {
+	switch op {
+	case k8sadmission.Update:
 		return "update"
+	case k8sadmission.Delete:
+		return "delete"
 	}
 	return "create"
 }

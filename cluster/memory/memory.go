@@ -163,8 +163,10 @@ func (c *Cluster) Apply(ctx context.Context, obj *unstructured.Unstructured, opt
 	return c.write(ctx, obj, req, mayExist, opts.DryRun)
 }
 
-// Delete removes an object; deleting a Namespace removes its contents at
-// once (no finalizers, no graceful deletion).
+// Delete removes an object after the server's admission for DELETE
+// (NamespaceLifecycle keeps default, kube-system and kube-public; policies
+// and webhooks matching DELETE answer); deleting a Namespace removes its
+// contents at once (no finalizers, no graceful deletion).
 func (c *Cluster) Delete(ctx context.Context, ref cluster.Ref, opts cluster.DeleteOptions) error {
 	c.calls.Add(1)
 	c.mu.Lock()
@@ -175,6 +177,17 @@ func (c *Cluster) Delete(ctx context.Context, ref cluster.Ref, opts cluster.Dele
 	}
 	if _, ok := c.state.Get(ref.GroupKind(), ref.Namespace, ref.Name); !ok {
 		return apierrors.NewNotFound(gr, ref.Name)
+	}
+	res, err := c.chain.AdmitDelete(ctx, admission.DeleteRequest{GroupVersionKind: ref.GroupVersionKind,
+		Namespace: ref.Namespace, Name: ref.Name, Persist: !opts.DryRun})
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	if !res.Allowed {
+		return &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status: metav1.StatusFailure, Code: res.Code, Reason: metav1.StatusReason(res.Reason), Message: res.Message,
+			Details: res.Details,
+		}}
 	}
 	if opts.DryRun {
 		return nil

@@ -195,3 +195,50 @@ spec:
 		t.Fatalf("apply denied by a policy: err = %v, want Invalid", err)
 	}
 }
+
+// DELETE passes admission as on the server: NamespaceLifecycle keeps the
+// system namespaces, a ValidatingAdmissionPolicy matching DELETE answers
+// with the stored object as oldObject, and a dry run deletes nothing.
+func TestDeleteIsAdmitted(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t, object(t, `
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: keep-locked}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [DELETE], resources: [configmaps]}
+  validations:
+  - expression: "!has(oldObject.metadata.labels) || !('locked' in oldObject.metadata.labels)"
+    message: locked
+`), object(t, `{apiVersion: admissionregistration.k8s.io/v1, kind: ValidatingAdmissionPolicyBinding, metadata: {name: keep-locked}, spec: {policyName: keep-locked, validationActions: [Deny]}}`))
+	for _, ns := range []string{"default", "kube-system", "kube-public"} {
+		ref := cluster.Ref{Name: ns}
+		ref.Version, ref.Kind = "v1", "Namespace"
+		if err := c.Delete(ctx, ref, cluster.DeleteOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("deleting namespace %s: %v, want 403 Forbidden", ns, err)
+		}
+	}
+	locked, err := c.Create(ctx, object(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: l, labels: {locked: "yes"}}}`), cluster.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, cluster.RefOf(locked), cluster.DeleteOptions{}); !apierrors.IsInvalid(err) && !apierrors.IsForbidden(err) {
+		t.Fatalf("deleting a locked ConfigMap: %v, want the policy's denial", err)
+	}
+	free, err := c.Create(ctx, object(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: f}}`), cluster.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, cluster.RefOf(free), cluster.DeleteOptions{DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Get(ctx, cluster.RefOf(free)); err != nil {
+		t.Fatalf("a dry-run delete deleted: %v", err)
+	}
+	if err := c.Delete(ctx, cluster.RefOf(free), cluster.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -100,8 +100,6 @@ func TestDelete(t *testing.T) {
 	t.Run("system-namespace", func(t *testing.T) {
 		// NamespaceLifecycle refuses to delete these; dry runs, so that a
 		// cluster that does delete them is not broken for the tests after.
-		skipIfKnown(t, testCase{skip: "truce bug: cluster/memory's Delete runs no admission, so it deletes " +
-			"default, kube-system and kube-public, which the server's NamespaceLifecycle forbids (403)"})
 		e := newEnv(ctx, t, s, "drift-", testCase{name: "delete-system-namespace"})
 		for _, ns := range []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic} {
 			ref := cluster.Ref{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, Name: ns}
