@@ -190,6 +190,11 @@ func (p *printer) object(o Object, verbose bool) {
 	} else if o.Problem() {
 		p.line("    " + p.paint(ansiYellow, "no verified fix"))
 	}
+	if o.Fix == nil {
+		for _, n := range o.Notes {
+			p.line("      " + n)
+		}
+	}
 	for _, a := range o.Alternatives {
 		p.fix("alternative", a, verbose)
 	}

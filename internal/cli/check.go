@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/truce-dev/truce/check"
+	"github.com/truce-dev/truce/fix"
 	"github.com/truce-dev/truce/fix/yamledit"
 	"github.com/truce-dev/truce/manifest"
 	treport "github.com/truce-dev/truce/report"
@@ -161,7 +162,19 @@ func runCheck(ctx context.Context, cmd *cobra.Command, cf *clusterFlags, args []
 	if verify {
 		loader = overlayLoader(cmd, args, cf.cluster, repoObjs, clusterObjs, kubeconfig != "" || kubeContext != "")
 	}
-	out, err := check.Check(ctx, in, check.Options{Admission: aopts, Simulation: sim}, loader, nil)
+	var read fix.Reader
+	for _, a := range args {
+		if _, ok := manifest.ParseGitArg(a); ok {
+			// Fixes are edits of a working tree.
+			read = func(path string) ([]byte, error) {
+				if _, err := os.Stat(path); err != nil {
+					return nil, fmt.Errorf("%s is read from Git; run truce check on a clone to get fixes as edits", path)
+				}
+				return os.ReadFile(path)
+			}
+		}
+	}
+	out, err := check.Check(ctx, in, check.Options{Admission: aopts, Simulation: sim}, loader, read)
 	if err != nil {
 		return nil, err
 	}
