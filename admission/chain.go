@@ -237,16 +237,11 @@ func (c *Chain) Admit(ctx context.Context, req Request) (*Result, error) {
 	}
 
 	rec := &recorder{}
-	warnings := &warningRecorder{}
 	userInfo := c.userInfo(req)
-	ctx = warning.WithWarningRecorder(ctx, warnings)
-	ctx = audit.WithAuditContext(ctx)
-	// Record every annotation, whatever the audit level it is logged at.
-	if err := audit.AuditContextFrom(ctx).Init(audit.RequestAuditConfig{Level: auditinternal.LevelRequestResponse}, nil); err != nil {
+	ctx, warnings, err := requestScope(ctx, rec, resource, op, namespace, in.GetName(), userInfo)
+	if err != nil {
 		return nil, err
 	}
-	ctx = withRecorder(ctx, rec)
-	ctx = requestContext(ctx, resource, verbFor(op), namespace, in.GetName(), userInfo)
 
 	stored, status := c.write(ctx, writeRequest{
 		resource: resource, in: in, existing: existing, op: op, namespace: namespace,
@@ -453,6 +448,20 @@ func objectNamespace(r *schema.Resource, namespace string) string {
 
 // requestContext carries what the server's filters put into a request's
 // context before the handler runs: namespace, user and request info.
+// requestScope is what the server's filters put around one request: a
+// warning recorder, an audit context recording every annotation whatever
+// its level, truce's step recorder, and the request info.
+func requestScope(ctx context.Context, rec *recorder, r *schema.Resource, op k8sadmission.Operation, namespace, name string, u user.Info) (context.Context, *warningRecorder, error) {
+	warnings := &warningRecorder{}
+	ctx = warning.WithWarningRecorder(ctx, warnings)
+	ctx = audit.WithAuditContext(ctx)
+	if err := audit.AuditContextFrom(ctx).Init(audit.RequestAuditConfig{Level: auditinternal.LevelRequestResponse}, nil); err != nil {
+		return nil, nil, err
+	}
+	ctx = withRecorder(ctx, rec)
+	return requestContext(ctx, r, verbFor(op), namespace, name, u), warnings, nil
+}
+
 func requestContext(ctx context.Context, r *schema.Resource, verb, namespace, name string, u user.Info) context.Context {
 	ctx = genericapirequest.WithNamespace(ctx, namespace)
 	ctx = genericapirequest.WithUser(ctx, u)

@@ -8,10 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 	k8sadmission "k8s.io/apiserver/pkg/admission"
-	auditinternal "k8s.io/apiserver/pkg/apis/audit"
 	"k8s.io/apiserver/pkg/audit"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
-	"k8s.io/apiserver/pkg/warning"
 )
 
 // DeleteRequest is a DELETE of one stored object.
@@ -54,14 +52,10 @@ func (c *Chain) AdmitDelete(ctx context.Context, req DeleteRequest) (*Result, er
 		return fail(&apierrors.NewNotFound(resource.GVR.GroupResource(), req.Name).ErrStatus)
 	}
 	userInfo := c.userInfo(Request{User: req.User, Groups: req.Groups})
-	warnings := &warningRecorder{}
-	ctx = warning.WithWarningRecorder(ctx, warnings)
-	ctx = audit.WithAuditContext(ctx)
-	if err := audit.AuditContextFrom(ctx).Init(audit.RequestAuditConfig{Level: auditinternal.LevelRequestResponse}, nil); err != nil {
+	ctx, warnings, err := requestScope(ctx, &recorder{}, resource, k8sadmission.Delete, namespace, req.Name, userInfo)
+	if err != nil {
 		return nil, err
 	}
-	ctx = withRecorder(ctx, &recorder{})
-	ctx = requestContext(ctx, resource, verbFor(k8sadmission.Delete), namespace, req.Name, userInfo)
 	authzNamespace := namespace
 	if gvk.Kind == "Namespace" && gvk.Group == "" {
 		authzNamespace = ""

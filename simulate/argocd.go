@@ -95,6 +95,22 @@ type cached struct {
 	obj *drift.Object
 }
 
+// lookupCache returns the live resourceVersion of ref ("" when it does not
+// exist) and the comparison cached for it, if it was made against that
+// version.
+func lookupCache(ctx context.Context, c cluster.Cluster, cache map[cluster.Ref]cached, ref cluster.Ref) (string, *drift.Object, error) {
+	rv := ""
+	if live, err := c.Get(ctx, ref); err == nil {
+		rv = live.GetResourceVersion()
+	} else if !apierrors.IsNotFound(err) {
+		return "", nil, fmt.Errorf("reading %s: %w", ref, err)
+	}
+	if hit, ok := cache[ref]; ok && hit.rv == rv && rv != "" {
+		return rv, hit.obj, nil
+	}
+	return rv, nil, nil
+}
+
 // Name implements Tool.
 func (a *ArgoCD) Name() string { return "argocd" }
 
@@ -165,14 +181,12 @@ func (a *ArgoCD) Compare(ctx context.Context, c cluster.Cluster) (map[cluster.Re
 	out := make(map[cluster.Ref]*drift.Object, len(a.Desired))
 	for _, d := range a.Desired {
 		ref := cluster.RefOf(d.Object)
-		rv := ""
-		if live, err := c.Get(ctx, ref); err == nil {
-			rv = live.GetResourceVersion()
-		} else if !apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("reading %s: %w", ref, err)
+		rv, hit, err := lookupCache(ctx, c, a.cache, ref)
+		if err != nil {
+			return nil, err
 		}
-		if hit, ok := a.cache[ref]; ok && hit.rv == rv && rv != "" {
-			out[ref] = hit.obj
+		if hit != nil {
+			out[ref] = hit
 			continue
 		}
 		o, err := s.Diff(ctx, d.Object)

@@ -11,7 +11,6 @@ import (
 	ssaerrors "github.com/fluxcd/pkg/ssa/errors"
 	"github.com/fluxcd/pkg/ssa/jsondiff"
 	"github.com/fluxcd/pkg/ssa/normalize"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/truce-dev/truce/cluster"
@@ -205,14 +204,12 @@ func (f *Flux) Compare(ctx context.Context, c cluster.Cluster) (map[cluster.Ref]
 	out := make(map[cluster.Ref]*drift.Object, len(objs))
 	for i, o := range objs {
 		ref := cluster.RefOf(o)
-		rv := ""
-		if live, err := c.Get(ctx, ref); err == nil {
-			rv = live.GetResourceVersion()
-		} else if !apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("reading %s: %w", ref, err)
+		rv, hit, err := lookupCache(ctx, c, f.cache, ref)
+		if err != nil {
+			return nil, err
 		}
-		if hit, ok := f.cache[ref]; ok && hit.rv == rv && rv != "" {
-			out[ref] = hit.obj
+		if hit != nil {
+			out[ref] = hit
 			continue
 		}
 		if urv, ok := f.unchanged[ref]; ok && urv == rv && rv != "" {
