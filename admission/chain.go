@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
+	listersv1 "k8s.io/client-go/listers/core/v1"
 	rbacauthorizer "k8s.io/kubernetes/plugin/pkg/auth/authorizer/rbac"
 
 	"github.com/truce-dev/truce/admission/builtin"
@@ -77,6 +78,10 @@ type Chain struct {
 	mutatingPolicies *mutatingPolicies
 	// services is the upstream Service registry, for its allocation hooks.
 	services *genericregistry.Store
+	// client is the plugins' loopback client; PutNamespace writes to it
+	// and waits until the plugins' namespace lister has seen the write.
+	client     *clientset
+	namespaces listersv1.NamespaceLister
 }
 
 // NewChain compiles the admission configuration in state. The chain keeps
@@ -132,6 +137,7 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 		return nil, err
 	}
 	client := newClientset(reg, typed...)
+	c.client = client
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds(reg), all...)
 	factory := informers.NewSharedInformerFactory(client, 0)
 
@@ -190,7 +196,8 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 	c.authz = authz
 	c.cancel = cancel
 	c.configStrategies = configStrategies(reg, authz, state)
-	if c.mutatingPolicies, err = newMutatingPolicies(state, factory.Core().V1().Namespaces().Lister(), client); err != nil {
+	c.namespaces = factory.Core().V1().Namespaces().Lister()
+	if c.mutatingPolicies, err = newMutatingPolicies(state, c.namespaces, client); err != nil {
 		c.Close()
 		return nil, err
 	}

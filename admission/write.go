@@ -303,7 +303,12 @@ func (c schemeCodec) decode(ctx context.Context, in *unstructured.Unstructured, 
 	if err != nil {
 		return nil, err
 	}
-	gvk := in.GroupVersionKind()
+	return c.decodeBytes(ctx, body, in.GroupVersionKind(), fieldValidation)
+}
+
+// decodeBytes decodes a JSON body of kind gvk into the internal version,
+// defaulting it.
+func (c schemeCodec) decodeBytes(ctx context.Context, body []byte, gvk k8sschema.GroupVersionKind, fieldValidation string) (runtime.Object, error) {
 	info, ok := runtime.SerializerInfoForMediaType(c.codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
 	if !ok {
 		return nil, fmt.Errorf("no JSON serializer")

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -125,7 +124,7 @@ func admitOffline(ctx context.Context, o *admitOptions, writes []manifest.Object
 	opts.FieldValidation = o.fieldValidation
 	chain, err := admission.NewChain(ctx, state, opts)
 	if err != nil {
-		return nil, withSource(err, clusterObjs)
+		return nil, admission.WithSource(err, clusterObjs)
 	}
 	defer func() { chain.Close() }()
 
@@ -154,21 +153,6 @@ func admitOffline(ctx context.Context, o *admitOptions, writes []manifest.Object
 
 // withSource prefixes an error about a cluster object with the file and
 // line the object came from.
-func withSource(err error, objs []manifest.Object) error {
-	var invalid *admission.InvalidObjectError
-	if !errors.As(err, &invalid) {
-		return err
-	}
-	gvk := invalid.Object.GroupVersionKind()
-	for _, o := range objs {
-		if o.Object.GroupVersionKind().GroupKind() == gvk.GroupKind() && o.Object.GetName() == invalid.Object.GetName() &&
-			(o.Object.GetNamespace() == invalid.Object.GetNamespace() || o.Object.GetNamespace() == "") {
-			return fmt.Errorf("%s: %w", o.Source, err)
-		}
-	}
-	return err
-}
-
 func parseEndpoints(specs []string) (admission.WebhookEndpoints, error) {
 	out := admission.WebhookEndpoints{}
 	for _, s := range specs {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/cluster"
 	"github.com/truce-dev/truce/cluster/live"
 	"github.com/truce-dev/truce/cluster/memory"
@@ -177,7 +178,7 @@ func (o *diffOptions) openCluster(ctx context.Context) (cluster.Cluster, *memory
 	}
 	mem, err := memory.New(ctx, state, opts)
 	if err != nil {
-		return nil, nil, nil, withSource(err, clusterObjs)
+		return nil, nil, nil, admission.WithSource(err, clusterObjs)
 	}
 	return mem, mem, mem.Close, nil
 }

@@ -64,5 +64,6 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newDiffCommand())
 	root.AddCommand(newCheckCommand())
 	root.AddCommand(newFixCommand())
+	root.AddCommand(newWebhookCommand())
 	return root
 }

@@ -1,0 +1,220 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authentication/user"
+
+	"github.com/truce-dev/truce/admission"
+	"github.com/truce-dev/truce/manifest"
+)
+
+// checkIdempotent refuses mutations that change their own result: the API
+// server reinvokes a webhook (reinvocationPolicy IfNeeded) and GitOps tools
+// re-apply objects, so a mutation that is not idempotent appends a sidecar
+// or a suffix again on every pass. Each probe object is mutated, then its
+// result is mutated again; the second pass must change nothing.
+//
+// The probes are the objects of the cluster paths and, for every kind the
+// mutating policies match, a small object of that kind in every namespace
+// of the state, labelled with the labels the policies and bindings select
+// on. A mutation that only misbehaves on shapes no probe has is not found:
+// this refuses what it can show, it proves nothing.
+func checkIdempotent(ctx context.Context, chain *admission.Chain, samples []manifest.Object) error {
+	for _, p := range probes(chain, samples) {
+		first, err := chain.Mutate(ctx, p.review(p.body))
+		if err != nil || !first.Allowed || first.Object == nil {
+			// Not matched, denied or not evaluable: nothing to compare.
+			continue
+		}
+		second, err := chain.Mutate(ctx, p.review(first.Object))
+		if err != nil || !second.Allowed || second.Object == nil {
+			continue
+		}
+		var fields []string
+		for _, c := range second.Changes {
+			fields = append(fields, fmt.Sprintf("%s (by %s)", c.Path, c.By))
+		}
+		if len(fields) == 0 {
+			continue
+		}
+		return fmt.Errorf("the mutations are not idempotent: mutating the result of mutating %s changes it again: %s; "+
+			"a mutation must leave its own result unchanged (guard appends with a matchCondition, set values instead of adding to them)",
+			p.source, strings.Join(fields, ", "))
+	}
+	return nil
+}
+
+type probe struct {
+	source    string
+	gvk       k8sschema.GroupVersionKind
+	namespace string
+	name      string
+	body      []byte
+}
+
+func (p probe) review(body []byte) admission.Review {
+	return admission.Review{
+		Operation: admission.Create, Kind: p.gvk, Namespace: p.namespace, Name: p.name, Object: body,
+		UserInfo: &user.DefaultInfo{Name: "system:admin", Groups: []string{user.SystemPrivilegedGroup, user.AllAuthenticated}},
+		DryRun:   true,
+	}
+}
+
+// probeKinds are the kinds synthesised for policies matching them; the pod
+// template kinds carry a container, what most mutations touch.
+var probeKinds = []struct {
+	gvk      k8sschema.GroupVersionKind
+	resource string
+	spec     func(labels map[string]any) map[string]any
+}{
+	{k8sschema.GroupVersionKind{Version: "v1", Kind: "Pod"}, "pods", func(map[string]any) map[string]any { return podSpec() }},
+	{k8sschema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, "deployments", workloadSpec},
+	{k8sschema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}, "statefulsets", workloadSpec},
+	{k8sschema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "DaemonSet"}, "daemonsets", workloadSpec},
+	{k8sschema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "ReplicaSet"}, "replicasets", workloadSpec},
+	{k8sschema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}, "jobs", func(l map[string]any) map[string]any {
+		return map[string]any{"template": map[string]any{"metadata": map[string]any{"labels": l}, "spec": withRestartNever(podSpec())}}
+	}},
+	{k8sschema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, "configmaps", nil},
+	{k8sschema.GroupVersionKind{Version: "v1", Kind: "Service"}, "services", func(l map[string]any) map[string]any {
+		return map[string]any{"selector": l, "ports": []any{map[string]any{"port": int64(80)}}}
+	}},
+}
+
+func podSpec() map[string]any {
+	return map[string]any{"containers": []any{map[string]any{"name": "app", "image": "nginx:1.27"}}}
+}
+
+func withRestartNever(spec map[string]any) map[string]any {
+	spec["restartPolicy"] = "Never"
+	return spec
+}
+
+func workloadSpec(labels map[string]any) map[string]any {
+	return map[string]any{
+		"selector": map[string]any{"matchLabels": labels},
+		"template": map[string]any{"metadata": map[string]any{"labels": labels}, "spec": podSpec()},
+	}
+}
+
+// probes returns the samples and the synthesised objects.
+func probes(chain *admission.Chain, samples []manifest.Object) []probe {
+	var out []probe
+	for _, s := range samples {
+		u := s.Object
+		switch u.GetKind() {
+		case "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding", "ValidatingAdmissionPolicy",
+			"ValidatingAdmissionPolicyBinding", "CustomResourceDefinition", "Namespace":
+			continue
+		}
+		body, err := json.Marshal(u.Object)
+		if err != nil {
+			continue
+		}
+		ns := u.GetNamespace()
+		if ns == "" {
+			ns = "default"
+		}
+		out = append(out, probe{source: s.Source.String(), gvk: u.GroupVersionKind(), namespace: ns, name: u.GetName(), body: body})
+	}
+	resources, labels := mutatedResources(chain.State())
+	namespaces := []string{"default"}
+	for _, o := range chain.State().Objects() {
+		if o.GetKind() == "Namespace" && o.GetAPIVersion() == "v1" && !systemNamespace(o.GetName()) && o.GetName() != "default" {
+			namespaces = append(namespaces, o.GetName())
+		}
+	}
+	for _, k := range probeKinds {
+		if !resources[k.gvk.Group+"/"+k.resource] {
+			continue
+		}
+		for _, ns := range namespaces {
+			l := map[string]any{"app": "truce-probe"}
+			for k, v := range labels {
+				l[k] = v
+			}
+			u := &unstructured.Unstructured{Object: map[string]any{}}
+			u.SetGroupVersionKind(k.gvk)
+			u.SetName("truce-probe")
+			u.SetNamespace(ns)
+			u.SetLabels(stringMap(l))
+			if k.spec != nil {
+				u.Object["spec"] = k.spec(l)
+			}
+			body, err := json.Marshal(u.Object)
+			if err != nil {
+				continue
+			}
+			out = append(out, probe{source: fmt.Sprintf("a probe %s in namespace %s", k.gvk.Kind, ns), gvk: k.gvk, namespace: ns, name: "truce-probe", body: body})
+		}
+	}
+	return out
+}
+
+func systemNamespace(name string) bool {
+	return name == "kube-system" || name == "kube-public" || name == "kube-node-lease"
+}
+
+func stringMap(m map[string]any) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = fmt.Sprint(v)
+	}
+	return out
+}
+
+// mutatedResources returns the "group/resource" pairs the mutating policies
+// match (a "*" matches every probe kind) and the labels their object
+// selectors and their bindings' require.
+func mutatedResources(state *admission.State) (map[string]bool, map[string]any) {
+	resources := map[string]bool{}
+	labels := map[string]any{}
+	for _, o := range state.Objects() {
+		switch o.GetKind() {
+		case "MutatingAdmissionPolicy":
+			rules, _, _ := unstructured.NestedSlice(o.Object, "spec", "matchConstraints", "resourceRules")
+			for _, r := range rules {
+				rule, _ := r.(map[string]any)
+				groups, _, _ := unstructured.NestedStringSlice(rule, "apiGroups")
+				names, _, _ := unstructured.NestedStringSlice(rule, "resources")
+				for _, k := range probeKinds {
+					if matches(groups, k.gvk.Group) && matches(names, k.resource) {
+						resources[k.gvk.Group+"/"+k.resource] = true
+					}
+				}
+			}
+			addSelectorLabels(labels, o.Object, "spec", "matchConstraints", "objectSelector", "matchLabels")
+		case "MutatingAdmissionPolicyBinding":
+			addSelectorLabels(labels, o.Object, "spec", "matchResources", "objectSelector", "matchLabels")
+		}
+	}
+	return resources, labels
+}
+
+func matches(patterns []string, v string) bool {
+	for _, p := range patterns {
+		if p == "*" || p == v {
+			return true
+		}
+	}
+	return false
+}
+
+func addSelectorLabels(into map[string]any, obj map[string]any, path ...string) {
+	m, _, _ := unstructured.NestedStringMap(obj, path...)
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		into[k] = m[k]
+	}
+}
