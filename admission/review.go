@@ -49,6 +49,9 @@ type Review struct {
 	Options  []byte
 	UserInfo user.Info
 	DryRun   bool
+	// Attribute fills ReviewResult.Changes, at the cost of diffing the
+	// object around every mutating step.
+	Attribute bool
 }
 
 // Delete is the Operation of a DELETE.
@@ -59,10 +62,11 @@ type ReviewResult struct {
 	Allowed bool
 	// Status is the rejection; nil when allowed.
 	Status *metav1.Status
-	// Object is the object after mutation as JSON, nil when nothing
-	// changed it.
+	// Object is the object after mutation as JSON, nil when no plugin
+	// changed it (it may equal the input when a plugin replaced the object
+	// with an equal one).
 	Object []byte
-	// Changes say which field which policy changed.
+	// Changes say which field which policy changed (with Review.Attribute).
 	Changes          []Change
 	Warnings         []string
 	AuditAnnotations map[string]string
@@ -152,18 +156,20 @@ func (c *Chain) review(ctx context.Context, r Review, mutate bool) (*ReviewResul
 	if !mutate || len(rec.steps) == 0 || attrs.GetObject() == nil {
 		return res, nil
 	}
-	for _, st := range rec.steps {
-		if st.plugin == "MutatingAdmissionPolicy" {
-			rec.mutatingPolicies = c.mutatingPolicies.candidates(attrs, c.objects)
-			break
+	if r.Attribute {
+		for _, st := range rec.steps {
+			if st.plugin == "MutatingAdmissionPolicy" {
+				rec.mutatingPolicies = c.mutatingPolicies.candidates(attrs, c.objects)
+				break
+			}
 		}
-	}
-	if res.Changes, err = c.changes(rec, resource); err != nil {
-		return nil, err
-	}
-	if len(res.Changes) == 0 {
-		// A plugin replaced the object with an equal one.
-		return res, nil
+		if res.Changes, err = c.changes(rec, resource); err != nil {
+			return nil, err
+		}
+		if len(res.Changes) == 0 {
+			// A plugin replaced the object with an equal one.
+			return res, nil
+		}
 	}
 	out, err := codec.encode(attrs.GetObject(), r.Kind)
 	if err != nil {

@@ -114,9 +114,10 @@ func TestBuild(t *testing.T) {
 		name string
 		ok   func() bool
 	}{
-		{"everything is in truce-system", func() bool {
+		{"everything namespaced is in truce-system", func() bool {
 			for _, o := range objs {
-				if o.GetKind() != "Namespace" && o.GetNamespace() != "truce-system" {
+				clusterScoped := o.GetKind() == "Namespace" || o.GetKind() == "ClusterRole" || o.GetKind() == "ClusterRoleBinding"
+				if !clusterScoped && o.GetNamespace() != "truce-system" {
 					return false
 				}
 			}
@@ -155,7 +156,7 @@ func TestBuild(t *testing.T) {
 		{"the server's arguments", func() bool {
 			return str(container, "args") == strings.Join([]string{"- webhook", "- serve",
 				"- --policies", "- /etc/truce/policies", "- --tls-cert", "- /etc/truce/tls/tls.crt", "- --tls-key", "- /etc/truce/tls/tls.key",
-				"- --addr", "- :8443", "- --probe-addr", "- :8081"}, "\n")
+				"- --addr", "- :8443", "- --probe-addr", "- :8081", "- --watch-namespaces"}, "\n")
 		}},
 		{"resources requested and limited", func() bool {
 			return str(container, "resources", "requests", "memory") != "null" && str(container, "resources", "limits", "memory") != "null"
@@ -166,14 +167,21 @@ func TestBuild(t *testing.T) {
 				strings.Contains(sc, "readOnlyRootFilesystem: true") && strings.Contains(sc, "allowPrivilegeEscalation: false") &&
 				strings.Contains(sc, "drop:\n  - ALL")
 		}},
-		{"no API access: no token, no RBAC", func() bool {
-			sa := find(t, objs, "ServiceAccount", "truce-webhook")
+		{"least privilege: read namespaces, nothing else", func() bool {
+			var roles []string
 			for _, o := range objs {
-				if slices.Contains([]string{"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}, o.GetKind()) {
+				switch o.GetKind() {
+				case "Role", "RoleBinding":
 					return false
+				case "ClusterRole":
+					roles = append(roles, str(o.Object, "rules"))
+				case "ClusterRoleBinding":
+					if str(o.Object, "subjects") != "- kind: ServiceAccount\n  name: truce-webhook\n  namespace: truce-system" {
+						return false
+					}
 				}
 			}
-			return str(sa.Object, "automountServiceAccountToken") == "false" && str(pod, "automountServiceAccountToken") == "false" &&
+			return len(roles) == 1 && roles[0] == "- apiGroups:\n  - \"\"\n  resources:\n  - namespaces\n  verbs:\n  - get\n  - list\n  - watch" &&
 				str(pod, "serviceAccountName") == "truce-webhook"
 		}},
 		{"the TLS Secret and the policies are mounted under their generated names", func() bool {

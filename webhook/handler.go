@@ -267,7 +267,7 @@ func (h *Handler) serveReview(w http.ResponseWriter, r *http.Request, mutate boo
 	if h.log.Enabled(r.Context(), slog.LevelDebug) {
 		attrs := []any{"webhook", name, "uid", review.Request.UID, "operation", op, "kind", req.Kind.String(),
 			"namespace", req.Namespace, "name", req.Name, "decision", decision, "dryRun", req.DryRun,
-			"duration", time.Since(start)}
+			"seconds", time.Since(start).Seconds()}
 		if !res.Allowed {
 			attrs = append(attrs, "message", res.Status.Message)
 		}

@@ -63,7 +63,7 @@ func (p probe) review(body []byte) admission.Review {
 	return admission.Review{
 		Operation: admission.Create, Kind: p.gvk, Namespace: p.namespace, Name: p.name, Object: body,
 		UserInfo: &user.DefaultInfo{Name: "system:admin", Groups: []string{user.SystemPrivilegedGroup, user.AllAuthenticated}},
-		DryRun:   true,
+		DryRun:   true, Attribute: true,
 	}
 }
 
