@@ -15,7 +15,6 @@ import (
 	"strings"
 	"testing"
 
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -150,31 +149,6 @@ func post(t *testing.T, h http.Handler, path string, body []byte) (*httptest.Res
 		t.Fatalf("answer is not an AdmissionReview: %v\n%s", err, rec.Body.String())
 	}
 	return rec, out
-}
-
-// applyPatch applies a review's patch to the object it was sent with.
-func applyPatch(t *testing.T, obj *unstructured.Unstructured, resp *admissionv1.AdmissionResponse) *unstructured.Unstructured {
-	t.Helper()
-	raw, _ := json.Marshal(obj.Object)
-	if resp.Patch == nil {
-		return obj
-	}
-	if resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch {
-		t.Fatalf("patchType %v, want JSONPatch", resp.PatchType)
-	}
-	p, err := jsonpatch.DecodePatch(resp.Patch)
-	if err != nil {
-		t.Fatalf("patch does not decode: %v", err)
-	}
-	out, err := p.Apply(raw)
-	if err != nil {
-		t.Fatalf("patch does not apply: %v", err)
-	}
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(out); err != nil {
-		t.Fatal(err)
-	}
-	return u
 }
 
 const deployment = `apiVersion: apps/v1
