@@ -27,13 +27,13 @@ import (
 // on. A mutation that only misbehaves on shapes no probe has is not found:
 // this refuses what it can show, it proves nothing.
 func checkIdempotent(ctx context.Context, chain *admission.Chain, samples []manifest.Object) error {
-	for _, p := range probes(chain, samples) {
-		first, err := chain.Mutate(ctx, p.review(p.body))
+	for _, p := range Probes(chain.State(), samples) {
+		first, err := chain.Mutate(ctx, p.Review(p.Body))
 		if err != nil || !first.Allowed || first.Object == nil {
 			// Not matched, denied or not evaluable: nothing to compare.
 			continue
 		}
-		second, err := chain.Mutate(ctx, p.review(first.Object))
+		second, err := chain.Mutate(ctx, p.Review(first.Object))
 		if err != nil || !second.Allowed || second.Object == nil {
 			continue
 		}
@@ -46,22 +46,27 @@ func checkIdempotent(ctx context.Context, chain *admission.Chain, samples []mani
 		}
 		return fmt.Errorf("the mutations are not idempotent: mutating the result of mutating %s changes it again: %s; "+
 			"a mutation must leave its own result unchanged (guard appends with a matchCondition, set values instead of adding to them)",
-			p.source, strings.Join(fields, ", "))
+			p.Source, strings.Join(fields, ", "))
 	}
 	return nil
 }
 
-type probe struct {
-	source    string
-	gvk       k8sschema.GroupVersionKind
-	namespace string
-	name      string
-	body      []byte
+// Probe is an object to try mutations on.
+type Probe struct {
+	// Source says where it comes from: "file:line", or what was made up.
+	Source    string
+	GVK       k8sschema.GroupVersionKind
+	Namespace string
+	Name      string
+	// Body is the object as JSON.
+	Body []byte
 }
 
-func (p probe) review(body []byte) admission.Review {
+// Review is the CREATE of body (the probe, or what became of it) by a
+// cluster admin, attributed.
+func (p Probe) Review(body []byte) admission.Review {
 	return admission.Review{
-		Operation: admission.Create, Kind: p.gvk, Namespace: p.namespace, Name: p.name, Object: body,
+		Operation: admission.Create, Kind: p.GVK, Namespace: p.Namespace, Name: p.Name, Object: body,
 		UserInfo: &user.DefaultInfo{Name: "system:admin", Groups: []string{user.SystemPrivilegedGroup, user.AllAuthenticated}},
 		DryRun:   true, Attribute: true,
 	}
@@ -104,9 +109,12 @@ func workloadSpec(labels map[string]any) map[string]any {
 	}
 }
 
-// probes returns the samples and the synthesised objects.
-func probes(chain *admission.Chain, samples []manifest.Object) []probe {
-	var out []probe
+// Probes returns objects to try the mutating policies of state on: the
+// samples that are not admission configuration, and for every kind the
+// policies match a small object of that kind in every namespace of the
+// state, labelled as the policies' and bindings' object selectors ask.
+func Probes(state *admission.State, samples []manifest.Object) []Probe {
+	var out []Probe
 	for _, s := range samples {
 		u := s.Object
 		switch u.GetKind() {
@@ -122,11 +130,11 @@ func probes(chain *admission.Chain, samples []manifest.Object) []probe {
 		if ns == "" {
 			ns = "default"
 		}
-		out = append(out, probe{source: s.Source.String(), gvk: u.GroupVersionKind(), namespace: ns, name: u.GetName(), body: body})
+		out = append(out, Probe{Source: s.Source.String(), GVK: u.GroupVersionKind(), Namespace: ns, Name: u.GetName(), Body: body})
 	}
-	resources, labels := mutatedResources(chain.State())
+	resources, labels := mutatedResources(state)
 	namespaces := []string{"default"}
-	for _, o := range chain.State().Objects() {
+	for _, o := range state.Objects() {
 		if o.GetKind() == "Namespace" && o.GetAPIVersion() == "v1" && !systemNamespace(o.GetName()) && o.GetName() != "default" {
 			namespaces = append(namespaces, o.GetName())
 		}
@@ -152,7 +160,7 @@ func probes(chain *admission.Chain, samples []manifest.Object) []probe {
 			if err != nil {
 				continue
 			}
-			out = append(out, probe{source: fmt.Sprintf("a probe %s in namespace %s", k.gvk.Kind, ns), gvk: k.gvk, namespace: ns, name: "truce-probe", body: body})
+			out = append(out, Probe{Source: fmt.Sprintf("a probe %s in namespace %s", k.gvk.Kind, ns), GVK: k.gvk, Namespace: ns, Name: "truce-probe", Body: body})
 		}
 	}
 	return out
