@@ -16,6 +16,7 @@ import (
 	"github.com/truce-dev/truce/check"
 	"github.com/truce-dev/truce/fix"
 	"github.com/truce-dev/truce/fix/yamledit"
+	"github.com/truce-dev/truce/lint"
 	"github.com/truce-dev/truce/manifest"
 	treport "github.com/truce-dev/truce/report"
 	"github.com/truce-dev/truce/simulate"
@@ -179,7 +180,28 @@ func runCheck(ctx context.Context, cmd *cobra.Command, cf *clusterFlags, args []
 		return nil, err
 	}
 	out.Report.Repository = strings.Join(args, " ")
+	if err := addLintFindings(ctx, out.Report, append(append([]manifest.Object{}, repoObjs...), clusterObjs...)); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// addLintFindings adds truce lint's findings on the same objects to the
+// report's findings (the loop rule is what the check itself reports).
+func addLintFindings(ctx context.Context, r *treport.Report, objs []manifest.Object) error {
+	findings, err := lint.Run(ctx, &lint.Input{Objects: objs}, lint.Options{Disable: []string{lint.RuleAdmissionGitOpsLoop}})
+	if err != nil {
+		return fmt.Errorf("linting: %w", err)
+	}
+	for _, f := range findings {
+		source := f.Source
+		if source == "" {
+			source = f.Object
+		}
+		r.Findings = append(r.Findings, treport.Finding{Source: source,
+			Message: fmt.Sprintf("%s %s: %s. Fix: %s", f.Severity, f.Rule, f.Message, f.Fix)})
+	}
+	return nil
 }
 
 // loadArgs loads directories, files and Git arguments.

@@ -65,5 +65,6 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newCheckCommand())
 	root.AddCommand(newFixCommand())
 	root.AddCommand(newWebhookCommand())
+	root.AddCommand(newLintCommand())
 	return root
 }

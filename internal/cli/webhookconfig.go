@@ -20,6 +20,7 @@ import (
 
 	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/internal/certs"
+	"github.com/truce-dev/truce/lint"
 	"github.com/truce-dev/truce/manifest"
 	"github.com/truce-dev/truce/webhook/configuration"
 )
@@ -143,7 +144,37 @@ func runWebhookConfig(ctx context.Context, cmd *cobra.Command, o *webhookConfigO
 	if err != nil {
 		return err
 	}
+	if err := lintConfigurations(ctx, cmd.ErrOrStderr(), out); err != nil {
+		return err
+	}
 	return printConfigurations(cmd.OutOrStdout(), o.output, out)
+}
+
+// lintConfigurations runs truce lint's rules on what is about to be
+// printed: the generated defaults are meant to be clean, so a finding
+// (from unusual flags, e.g. --timeout-seconds 30) is shown, and an error
+// keeps the configuration from being printed.
+func lintConfigurations(ctx context.Context, stderr io.Writer, objs []*unstructured.Unstructured) error {
+	in := &lint.Input{}
+	for _, o := range objs {
+		in.Objects = append(in.Objects, manifest.Object{Source: manifest.Source{File: "generated"}, Object: o})
+	}
+	findings, err := lint.Run(ctx, in, lint.Options{})
+	if err != nil {
+		return fmt.Errorf("linting the generated configurations: %w", err)
+	}
+	if len(findings) == 0 {
+		return nil
+	}
+	if err := lint.WriteText(stderr, findings); err != nil {
+		return err
+	}
+	for _, f := range findings {
+		if f.Severity == lint.SeverityError {
+			return fmt.Errorf("the generated configurations have lint errors (above)")
+		}
+	}
+	return nil
 }
 
 // checkPolicies runs the objects through the checks the API server makes

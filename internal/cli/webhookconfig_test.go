@@ -185,6 +185,12 @@ spec:
 			wantOut:    []string{"truce.dev/exclude-leases"},
 			wantErrOut: []string{`warning: ValidatingAdmissionPolicy "everything" matches every resource (*)`},
 		},
+		{
+			name:       "a long timeout is linted",
+			args:       []string{"--policies", example, "--ca-bundle", caFile, "--timeout-seconds", "20"},
+			wantOut:    []string{"timeoutSeconds: 20"},
+			wantErrOut: []string{"generated: warning webhook-timeout-too-long:", "2 findings: 2 warnings"},
+		},
 		{name: "URL and service", args: []string{"--policies", example, "--ca-bundle", caFile, "--url", "https://x", "--service", "s"}, wantErr: "--url and --service/--port"},
 		{name: "http URL", args: []string{"--policies", example, "--ca-bundle", caFile, "--url", "http://x"}, wantErr: "over https only"},
 		{name: "no CA bundle flag", args: []string{"--policies", example}, wantErr: `required flag(s) "ca-bundle" not set`},

@@ -1,0 +1,91 @@
+package lint
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/truce-dev/truce/check"
+)
+
+// loopRules ask `truce check`: the input's GitOps manifests are simulated
+// against its admission configuration, and every object that loops is a
+// finding, with the writers, the fields and the fix check recommends.
+func loopRules() []Rule {
+	return []Rule{{
+		ID:       RuleAdmissionGitOpsLoop,
+		Severity: SeverityError,
+		Summary:  "Admission (or another controller) and the GitOps tool write the same field back and forth",
+		Check:    checkLoops,
+	}}
+}
+
+// RuleAdmissionGitOpsLoop is the id of the loop rule, which `truce check`
+// leaves out of its findings: the loops are what it reports itself.
+const RuleAdmissionGitOpsLoop = "admission-gitops-loop"
+
+func checkLoops(ctx context.Context, in *Input) ([]Finding, error) {
+	if !hasGitOps(in) {
+		return nil, nil
+	}
+	// Unverified: lint reports, `truce check` proves the fix.
+	out, err := check.Check(ctx, check.Input{Repository: in.Objects}, check.Options{}, nil, nil)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		// What check cannot take apart (two Argo CD instances in one
+		// input, say) is not a reason to drop the other rules' findings.
+		return []Finding{{
+			Rule: RuleAdmissionGitOpsLoop, Severity: SeverityInfo, Object: "(the input)",
+			Message: "the GitOps tools were not simulated: " + err.Error(),
+			Why:     "Loops are found by simulating the tools; without the simulation this rule cannot say whether there is one.",
+			Fix:     "lint the repositories one at a time, or run `truce check` on each",
+		}}, nil
+	}
+	var findings []Finding
+	for _, run := range out.Report.Runs {
+		for _, o := range run.Objects {
+			if o.Verdict != "Loop" || o.Loop == nil {
+				continue
+			}
+			f := Finding{
+				Rule: "admission-gitops-loop", Severity: SeverityError, Source: o.Source, Object: o.Object,
+				Message: fmt.Sprintf("%s (%s) and %s write %s back and forth every %s, %.0f writes an hour",
+					o.Loop.Other, o.Loop.OtherKind, o.Loop.Tool, strings.Join(o.Loop.Fields, ", "), o.Loop.Period, o.Loop.WritesPerHour),
+				Why: "The GitOps tool applies the Git value, admission (or the other writer) changes it again, the tool sees drift and applies " +
+					"again: the two repeat that forever unless one is told about the other.",
+				Fix: "run `truce check` for the verified fix",
+			}
+			fix := o.Fix
+			if fix == nil && len(o.Alternatives) > 0 {
+				fix = &o.Alternatives[0]
+			}
+			if fix != nil {
+				f.Fix = fix.Title + ": " + fix.Description + " (verify with `truce check`)"
+			}
+			findings = append(findings, f)
+		}
+	}
+	return findings, nil
+}
+
+// hasGitOps reports whether a loop is possible at all: something besides
+// the GitOps tool writes (a bound mutating policy, a mutating webhook, a
+// writers document, a HorizontalPodAutoscaler) and there are manifests
+// for the tool to apply. Without an Application or Kustomization, check
+// simulates both tools with their defaults.
+func hasGitOps(in *Input) bool {
+	writer, manifests := false, false
+	for _, o := range in.Objects {
+		switch o.Object.GetKind() {
+		case "MutatingAdmissionPolicyBinding", "MutatingWebhookConfiguration", "Writers", "HorizontalPodAutoscaler":
+			writer = true
+		case "MutatingAdmissionPolicy", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+			"ValidatingWebhookConfiguration", "Namespace", "CustomResourceDefinition":
+		default:
+			manifests = true
+		}
+	}
+	return writer && manifests
+}

@@ -1,0 +1,357 @@
+package lint
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/go-openapi/jsonpointer"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/truce-dev/truce/admission"
+	"github.com/truce-dev/truce/manifest"
+	serving "github.com/truce-dev/truce/webhook"
+)
+
+// mutatorRules run the input's MutatingAdmissionPolicies offline, each on
+// its own, on probe objects (the input's workloads and made-up objects of
+// every kind they match): what a policy writes and reads is found by
+// running it, not by reading its CEL. Mutating webhooks cannot be run
+// offline and are not covered.
+func mutatorRules() []Rule {
+	return []Rule{
+		{ID: "mutating-policy-not-idempotent", Severity: SeverityError,
+			Summary: "A MutatingAdmissionPolicy changes its own result again", Check: checkNotIdempotent},
+		{ID: "mutating-policies-compete", Severity: SeverityWarning,
+			Summary: "Two MutatingAdmissionPolicies write different values to the same field", Check: checkCompeting},
+		{ID: "mutating-policy-never-reinvoked-reads-others", Severity: SeverityWarning,
+			Summary: "A MutatingAdmissionPolicy with reinvocationPolicy Never reads a field another one writes", Check: checkReinvocationNever},
+	}
+}
+
+// unit is one MutatingAdmissionPolicy with its bindings, compiled alone.
+type unit struct {
+	name, object string
+	source       string
+	reinvocation string
+	chain        *admission.Chain
+}
+
+// shared is what the admission-running rules of one Run compute once.
+type shared struct {
+	once   sync.Once
+	units  []*unit
+	probes []serving.Probe
+	err    error
+	done   func()
+}
+
+func (s *shared) release() {
+	if s.done != nil {
+		s.done()
+	}
+}
+
+// mutatorSetup compiles every bound MutatingAdmissionPolicy of the input
+// alone, with the rest of the input as its cluster, and returns the probes;
+// once per Run. The returned func releases the chains when the rule was
+// called outside Run.
+func mutatorSetup(ctx context.Context, in *Input) ([]*unit, []serving.Probe, func(), error) {
+	if in.shared == nil {
+		return compileMutators(ctx, in)
+	}
+	s := in.shared
+	s.once.Do(func() { s.units, s.probes, s.done, s.err = compileMutators(ctx, in) })
+	return s.units, s.probes, func() {}, s.err
+}
+
+// compileMutators does mutatorSetup's work. A policy that does not compile
+// is skipped: the API server refuses it, which is not these rules' to say.
+func compileMutators(ctx context.Context, in *Input) ([]*unit, []serving.Probe, func(), error) {
+	var policies, bindings, others []manifest.Object
+	namespaces := sets.New[string]()
+	for _, o := range in.Objects {
+		switch o.Object.GetKind() {
+		case "MutatingAdmissionPolicy":
+			policies = append(policies, o)
+		case "MutatingAdmissionPolicyBinding":
+			bindings = append(bindings, o)
+		case "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+			"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
+		default:
+			if o.Object.GetKind() == "Namespace" {
+				namespaces.Insert(o.Object.GetName())
+			}
+			others = append(others, o)
+		}
+	}
+	if len(policies) == 0 {
+		return nil, nil, func() {}, nil
+	}
+	// The namespaces the workloads name exist in the cluster they are
+	// applied to; they carry at least their name label.
+	base := make([]*unstructured.Unstructured, 0, len(others))
+	for _, o := range others {
+		base = append(base, o.Object)
+		if ns := o.Object.GetNamespace(); ns != "" && !namespaces.Has(ns) {
+			namespaces.Insert(ns)
+			n := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace"}}
+			n.SetName(ns)
+			n.SetLabels(map[string]string{"kubernetes.io/metadata.name": ns})
+			base = append(base, n)
+		}
+	}
+	var units []*unit
+	closeAll := func() {
+		for _, u := range units {
+			u.chain.Close()
+		}
+	}
+	all := append([]*unstructured.Unstructured{}, base...)
+	for _, p := range policies {
+		objs := append([]*unstructured.Unstructured{}, base...)
+		objs = append(objs, p.Object)
+		bound := false
+		for _, b := range bindings {
+			if name, _, _ := unstructured.NestedString(b.Object.Object, "spec", "policyName"); name == p.Object.GetName() {
+				objs = append(objs, b.Object)
+				all = append(all, b.Object)
+				bound = true
+			}
+		}
+		if !bound {
+			continue
+		}
+		all = append(all, p.Object)
+		state, err := admission.NewState(objs...)
+		if err != nil {
+			continue
+		}
+		chain, err := admission.NewChain(ctx, state, admission.WebhookOptions())
+		if err != nil {
+			continue
+		}
+		reinvocation, _, _ := unstructured.NestedString(p.Object.Object, "spec", "reinvocationPolicy")
+		units = append(units, &unit{name: p.Object.GetName(), object: objectName(p.Object), source: sourceOf(p), reinvocation: reinvocation, chain: chain})
+	}
+	state, err := admission.NewState(all...)
+	if err != nil {
+		closeAll()
+		return nil, nil, func() {}, fmt.Errorf("building the cluster of the mutating policies: %w", err)
+	}
+	return units, serving.Probes(state, others), closeAll, nil
+}
+
+// mutate runs u on body; nil when it does not change it.
+func (u *unit) mutate(ctx context.Context, p serving.Probe, body []byte) (*admission.ReviewResult, error) {
+	res, err := u.chain.Mutate(ctx, p.Review(body))
+	if err != nil || !res.Allowed || res.Object == nil || len(res.Changes) == 0 {
+		return nil, err
+	}
+	return res, nil
+}
+
+func checkNotIdempotent(ctx context.Context, in *Input) ([]Finding, error) {
+	units, probes, done, err := mutatorSetup(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	var out []Finding
+	for _, u := range units {
+		for _, p := range probes {
+			first, err := u.mutate(ctx, p, p.Body)
+			if err != nil || first == nil {
+				continue
+			}
+			second, err := u.mutate(ctx, p, first.Object)
+			if err != nil || second == nil {
+				continue
+			}
+			out = append(out, Finding{
+				Rule: "mutating-policy-not-idempotent", Severity: SeverityError, Source: u.source, Object: u.object,
+				Message: fmt.Sprintf("applied to its own result for %s, it changes %s again", p.Source, strings.Join(paths(second.Changes), ", ")),
+				Why: "The API server reinvokes mutations (reinvocationPolicy IfNeeded) and GitOps tools re-apply objects: a mutation that is not " +
+					"idempotent appends or rewrites again on every pass, and the object never settles.",
+				Fix: "make the mutation leave its own result unchanged: guard appends with a matchCondition (e.g. !object.spec.containers.exists(c, c.name == 'x')), set values instead of adding to them",
+			})
+			break
+		}
+	}
+	return out, nil
+}
+
+// written is the value each changed path has after a mutation.
+func written(res *admission.ReviewResult) map[string]any {
+	var obj map[string]any
+	if json.Unmarshal(res.Object, &obj) != nil {
+		return nil
+	}
+	out := map[string]any{}
+	for _, c := range res.Changes {
+		var v any
+		if p, err := jsonpointer.New(c.Path); err == nil {
+			v, _, _ = p.Get(obj)
+		}
+		out[c.Path] = v
+	}
+	return out
+}
+
+func checkCompeting(ctx context.Context, in *Input) ([]Finding, error) {
+	units, probes, done, err := mutatorSetup(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	var out []Finding
+	reported := map[[2]string]bool{}
+	for _, p := range probes {
+		writes := make([]map[string]any, len(units))
+		for i, u := range units {
+			if res, err := u.mutate(ctx, p, p.Body); err == nil && res != nil {
+				writes[i] = written(res)
+			}
+		}
+		for i := range units {
+			for j := i + 1; j < len(units); j++ {
+				a, b := units[i], units[j]
+				if reported[[2]string{a.name, b.name}] {
+					continue
+				}
+				path, va, vb, ok := conflict(writes[i], writes[j])
+				if !ok {
+					continue
+				}
+				reported[[2]string{a.name, b.name}] = true
+				out = append(out, Finding{
+					Rule: "mutating-policies-compete", Severity: SeverityWarning, Source: a.source, Object: a.object,
+					Message: fmt.Sprintf("on %s, it sets %s to %s while %s sets it to %s", p.Source, path, brief(va), b.object, brief(vb)),
+					Why: "Admission does not promise an order between mutators: the stored value depends on which runs last, " +
+						"and a GitOps tool comparing with Git sees one or the other.",
+					Fix: fmt.Sprintf("let one policy own %s: narrow one policy's matchConstraints or bindings, or make both agree on the value", path),
+				})
+			}
+		}
+	}
+	return out, nil
+}
+
+// conflict finds a path both mutations write (or one writes inside what the
+// other writes) with different results.
+func conflict(a, b map[string]any) (string, any, any, bool) {
+	keys := make([]string, 0, len(a))
+	for k := range a {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, pa := range keys {
+		for pb, vb := range b {
+			switch {
+			case pa == pb:
+				if !jsonEqual(a[pa], vb) {
+					return pa, a[pa], vb, true
+				}
+			case strings.HasPrefix(pb, pa+"/"), strings.HasPrefix(pa, pb+"/"):
+				return shorter(pa, pb), a[pa], vb, true
+			}
+		}
+	}
+	return "", nil, nil, false
+}
+
+func shorter(a, b string) string {
+	if len(a) < len(b) {
+		return a
+	}
+	return b
+}
+
+func checkReinvocationNever(ctx context.Context, in *Input) ([]Finding, error) {
+	units, probes, done, err := mutatorSetup(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	var out []Finding
+	reported := map[string]bool{}
+	for _, a := range units {
+		if a.reinvocation != "Never" || reported[a.name] {
+			continue
+		}
+	probes:
+		for _, p := range probes {
+			alone, err := a.mutate(ctx, p, p.Body)
+			if err != nil {
+				continue
+			}
+			for _, b := range units {
+				if b == a {
+					continue
+				}
+				other, err := b.mutate(ctx, p, p.Body)
+				if err != nil || other == nil {
+					continue
+				}
+				after, err := a.mutate(ctx, p, other.Object)
+				if err != nil {
+					continue
+				}
+				if sameWrites(alone, after) {
+					continue
+				}
+				reported[a.name] = true
+				out = append(out, Finding{
+					Rule: "mutating-policy-never-reinvoked-reads-others", Severity: SeverityWarning, Source: a.source, Object: a.object,
+					Message: fmt.Sprintf("on %s, what it writes depends on %s, which %s writes; with reinvocationPolicy Never it is not run again after that write",
+						p.Source, strings.Join(paths(other.Changes), ", "), b.object),
+					Why: "Mutators run in an unspecified order: when the other one runs later, this policy's result was computed from a value " +
+						"that is no longer there, and the stored object depends on the order.",
+					Fix: "set reinvocationPolicy: IfNeeded (the policy must then be idempotent), or make it independent of the other policy's fields",
+				})
+				break probes
+			}
+		}
+	}
+	return out, nil
+}
+
+// sameWrites reports whether two mutations of the same policy wrote the
+// same values to the same paths (nil: no write).
+func sameWrites(a, b *admission.ReviewResult) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return jsonEqual(written(a), written(b))
+}
+
+func paths(cs []admission.Change) []string {
+	seen := sets.New[string]()
+	var out []string
+	for _, c := range cs {
+		if !seen.Has(c.Path) {
+			seen.Insert(c.Path)
+			out = append(out, c.Path)
+		}
+	}
+	return out
+}
+
+func jsonEqual(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}
+
+func brief(v any) string {
+	b, _ := json.Marshal(v)
+	s := string(b)
+	if len(s) > 80 {
+		s = s[:77] + "..."
+	}
+	return s
+}
