@@ -212,42 +212,8 @@ func runCase(ctx context.Context, t *testing.T, c *Case, truceBin string) {
 	}
 	tApply := time.Since(phase)
 
-	op, err := c.WriteOperation(func(gvk schema.GroupVersionKind) (bool, error) {
-		return srv.IsNamespaced(ctx, gvk)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Spec.User != "" {
-		// RBAC objects of the case may not be in effect yet (see
-		// WaitForAuthorization); a denial may also be what the case is
-		// about, so this only waits a little and goes on either way.
-		verb := "create"
-		if op == apiserver.Update {
-			verb = "update"
-		}
-		ok, err := srv.WaitForAuthorization(ctx, c.Spec.User, c.Spec.Groups, verb, c.Write.Object, 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !ok {
-			t.Logf("note: RBAC does not allow %s to %s the write; the server will answer Forbidden", c.Spec.User, verb)
-		}
-	}
 	phase = time.Now()
-	var res *apiserver.DryRunResult
-	if op == apiserver.Update {
-		res, err = srv.DryRunUpdate(ctx, c.Write.Object, c.Spec.User, c.Spec.Groups, apiserver.WithFieldValidation(c.Spec.FieldValidation))
-	} else {
-		res, err = srv.DryRunCreate(ctx, c.Write.Object, c.Spec.User, c.Spec.Groups, apiserver.WithFieldValidation(c.Spec.FieldValidation))
-	}
-	if err != nil {
-		t.Fatalf("server dry-run: %v", err)
-	}
-	ann, err := srv.AuditAnnotations(ctx, res.AuditID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, ann := serverDryRun(ctx, t, srv, c)
 	tDryRun := time.Since(phase)
 	server := ServerResult(c, res, ann)
 	serverJSON := mustJSON(t, Output{Results: []Result{server}})
@@ -285,6 +251,49 @@ func runCase(ctx context.Context, t *testing.T, c *Case, truceBin string) {
 	if len(diffs) > 0 {
 		t.Logf("server result:\n%s\ntruce result:\n%s", serverJSON, raw)
 	}
+}
+
+// serverDryRun sends the case's write to the server as a dry run (as the
+// case's user, once RBAC lets it or after a short wait) and returns the
+// answer with its audit annotations.
+func serverDryRun(ctx context.Context, t *testing.T, srv *apiserver.Server, c *Case) (*apiserver.DryRunResult, map[string]string) {
+	t.Helper()
+	op, err := c.WriteOperation(func(gvk schema.GroupVersionKind) (bool, error) {
+		return srv.IsNamespaced(ctx, gvk)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Spec.User != "" {
+		// RBAC objects of the case may not be in effect yet (see
+		// WaitForAuthorization); a denial may also be what the case is
+		// about, so this only waits a little and goes on either way.
+		verb := "create"
+		if op == apiserver.Update {
+			verb = "update"
+		}
+		ok, err := srv.WaitForAuthorization(ctx, c.Spec.User, c.Spec.Groups, verb, c.Write.Object, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			t.Logf("note: RBAC does not allow %s to %s the write; the server will answer Forbidden", c.Spec.User, verb)
+		}
+	}
+	var res *apiserver.DryRunResult
+	if op == apiserver.Update {
+		res, err = srv.DryRunUpdate(ctx, c.Write.Object, c.Spec.User, c.Spec.Groups, apiserver.WithFieldValidation(c.Spec.FieldValidation))
+	} else {
+		res, err = srv.DryRunCreate(ctx, c.Write.Object, c.Spec.User, c.Spec.Groups, apiserver.WithFieldValidation(c.Spec.FieldValidation))
+	}
+	if err != nil {
+		t.Fatalf("server dry-run: %v", err)
+	}
+	ann, err := srv.AuditAnnotations(ctx, res.AuditID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, ann
 }
 
 // runTruce runs `truce admit` on the case and checks the exit code against

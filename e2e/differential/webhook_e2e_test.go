@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/truce-dev/truce/e2e/apiserver"
 	"github.com/truce-dev/truce/internal/certs"
@@ -252,23 +251,7 @@ func runServedCase(ctx context.Context, t *testing.T, c *Case, bin string) {
 	if err := srv.WaitForAdmissionSync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	op, err := c.WriteOperation(func(gvk schema.GroupVersionKind) (bool, error) { return srv.IsNamespaced(ctx, gvk) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res *apiserver.DryRunResult
-	if op == apiserver.Update {
-		res, err = srv.DryRunUpdate(ctx, c.Write.Object, c.Spec.User, c.Spec.Groups, apiserver.WithFieldValidation(c.Spec.FieldValidation))
-	} else {
-		res, err = srv.DryRunCreate(ctx, c.Write.Object, c.Spec.User, c.Spec.Groups, apiserver.WithFieldValidation(c.Spec.FieldValidation))
-	}
-	if err != nil {
-		t.Fatalf("server dry-run: %v", err)
-	}
-	ann, err := srv.AuditAnnotations(ctx, res.AuditID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, ann := serverDryRun(ctx, t, srv, c)
 	server := servedResult(ServerResult(c, res, ann), configs)
 
 	got, raw, _, err := runTruce(ctx, bin, c)

@@ -12,8 +12,18 @@ import (
 // file in the same directory, syncs it, gives it the mode of the existing
 // file (0644 for a new one) and renames it over path. A symbolic link at
 // path is followed, so the link stays a link.
-func WriteFileAtomic(path string, data []byte) (err error) {
-	mode := fs.FileMode(0o644)
+func WriteFileAtomic(path string, data []byte) error {
+	return writeFileAtomic(path, data, 0o644, false)
+}
+
+// WriteFileAtomicMode is WriteFileAtomic with the file's mode given: a key
+// is never readable by others, not even while it is written (the
+// temporary file is created 0600).
+func WriteFileAtomicMode(path string, data []byte, mode fs.FileMode) error {
+	return writeFileAtomic(path, data, mode, true)
+}
+
+func writeFileAtomic(path string, data []byte, mode fs.FileMode, force bool) (err error) {
 	if resolved, err := filepath.EvalSymlinks(path); err == nil {
 		path = resolved
 	} else if !errors.Is(err, fs.ErrNotExist) {
@@ -23,7 +33,9 @@ func WriteFileAtomic(path string, data []byte) (err error) {
 		if !st.Mode().IsRegular() {
 			return &fs.PathError{Op: "write", Path: path, Err: errors.New("not a regular file")}
 		}
-		mode = st.Mode().Perm()
+		if !force {
+			mode = st.Mode().Perm()
+		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}

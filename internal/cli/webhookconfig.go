@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/truce-dev/truce/admission"
+	"github.com/truce-dev/truce/fix/yamledit"
 	"github.com/truce-dev/truce/internal/certs"
 	"github.com/truce-dev/truce/lint"
 	"github.com/truce-dev/truce/manifest"
@@ -313,7 +314,7 @@ func runWebhookCerts(cmd *cobra.Command, o *webhookCertsOptions) error {
 		{tlsCertFile, pair.CertPEM, 0o644},
 		{caCertFile, ca.PEM, 0o644},
 	} {
-		if err := writeFileAtomic(paths[f.name], f.data, f.mode); err != nil {
+		if err := yamledit.WriteFileAtomicMode(paths[f.name], f.data, f.mode); err != nil {
 			return fmt.Errorf("writing %s: %w", paths[f.name], err)
 		}
 	}
@@ -329,34 +330,4 @@ func runWebhookCerts(cmd *cobra.Command, o *webhookCertsOptions) error {
 	fmt.Fprintf(w, "next: truce webhook config --policies DIR --namespace %s --service %s --ca-bundle %s | kubectl apply -f -\n",
 		o.namespace, o.service, paths[caCertFile])
 	return nil
-}
-
-// writeFileAtomic writes data to path with mode through a temporary file in
-// the same directory and a rename, so that path holds either its old
-// content or all of data, and a key is never readable by others, not even
-// while it is written (os.CreateTemp creates files 0600).
-func writeFileAtomic(path string, data []byte, mode fs.FileMode) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return err
-	}
-	if err = tmp.Chmod(mode); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
