@@ -64,8 +64,10 @@ type ReviewResult struct {
 	Status *metav1.Status
 	// Object is the object after mutation as JSON, nil when no plugin
 	// changed it (it may equal the input when a plugin replaced the object
-	// with an equal one).
-	Object []byte
+	// with an equal one). Base is the object before the first change,
+	// through the same decoding and encoding: the difference between Base
+	// and Object is admission's alone (no defaults, no pruned fields).
+	Object, Base []byte
 	// Changes say which field which policy changed (with Review.Attribute).
 	Changes          []Change
 	Warnings         []string
@@ -87,14 +89,20 @@ func (c *Chain) Validate(ctx context.Context, r Review) (*ReviewResult, error) {
 
 func (c *Chain) review(ctx context.Context, r Review, mutate bool) (*ReviewResult, error) {
 	resource, err := c.registry.ForKind(r.Kind)
-	if err != nil {
-		if builtinKind(r.Kind) || r.Resource.Empty() {
-			return nil, err
-		}
+	switch {
+	case err == nil:
+	case builtinKind(r.Kind) && !r.Resource.Empty() && (r.SubResource != "" || r.Operation == "CONNECT"):
+		// A subresource's or a connection's own kind (autoscaling/v1
+		// Scale of deployments/scale, Eviction, PodExecOptions): no
+		// resource serves it as its main kind; the scheme decodes it.
+		resource = &schema.Resource{GVR: r.Kind.GroupVersion().WithResource(r.Resource.Resource), Kind: r.Kind.Kind, Namespaced: r.Namespace != ""}
+	case !builtinKind(r.Kind) && !r.Resource.Empty():
 		// A custom resource whose CRD the chain was not given: evaluated
 		// without a schema (no pruning, no defaults; an ApplyConfiguration
 		// mutation needs the schema and fails per its failurePolicy).
 		resource = schemalessResource(r)
+	default:
+		return nil, err
 	}
 	op, err := admissionOperation(r.Operation)
 	if err != nil {
@@ -171,14 +179,23 @@ func (c *Chain) review(ctx context.Context, r Review, mutate bool) (*ReviewResul
 			return res, nil
 		}
 	}
-	out, err := codec.encode(attrs.GetObject(), r.Kind)
-	if err != nil {
+	if res.Object, err = encodeJSON(codec, attrs.GetObject(), r.Kind); err != nil {
 		return nil, fmt.Errorf("encoding the mutated object: %w", err)
 	}
-	if res.Object, err = json.Marshal(out.Object); err != nil {
-		return nil, fmt.Errorf("encoding the mutated object: %w", err)
+	// The object before the first change, encoded the same way: what
+	// differs between the two is admission's doing, not the round trip's.
+	if res.Base, err = encodeJSON(codec, rec.steps[0].before, r.Kind); err != nil {
+		return nil, fmt.Errorf("encoding the object: %w", err)
 	}
 	return res, nil
+}
+
+func encodeJSON(cd codec, obj runtime.Object, gvk k8sschema.GroupVersionKind) ([]byte, error) {
+	out, err := cd.encode(obj, gvk)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(out.Object)
 }
 
 // decodeReviewObject decodes an object of a review into the form admission

@@ -72,7 +72,7 @@ func mutatorSetup(ctx context.Context, in *Input) ([]*unit, []serving.Probe, fun
 // compileMutators does mutatorSetup's work. A policy that does not compile
 // is skipped: the API server refuses it, which is not these rules' to say.
 func compileMutators(ctx context.Context, in *Input) ([]*unit, []serving.Probe, func(), error) {
-	var policies, bindings, others []manifest.Object
+	var policies, bindings, others, samples []manifest.Object
 	namespaces := sets.New[string]()
 	for _, o := range in.Objects {
 		switch o.Object.GetKind() {
@@ -83,6 +83,12 @@ func compileMutators(ctx context.Context, in *Input) ([]*unit, []serving.Probe, 
 		case "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
 			"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
 		default:
+			if o.Object.GetName() == "" {
+				// generateName objects cannot be part of a cluster
+				// state; they still serve as samples below.
+				samples = append(samples, o)
+				continue
+			}
 			if o.Object.GetKind() == "Namespace" {
 				namespaces.Insert(o.Object.GetName())
 			}
@@ -143,7 +149,7 @@ func compileMutators(ctx context.Context, in *Input) ([]*unit, []serving.Probe, 
 		closeAll()
 		return nil, nil, func() {}, fmt.Errorf("building the cluster of the mutating policies: %w", err)
 	}
-	return units, serving.Probes(state, others), closeAll, nil
+	return units, serving.Probes(state, append(others, samples...)), closeAll, nil
 }
 
 // mutate runs u on body; nil when it does not change it.
@@ -193,11 +199,7 @@ func written(res *admission.ReviewResult) map[string]any {
 	}
 	out := map[string]any{}
 	for _, c := range res.Changes {
-		var v any
-		if p, err := jsonpointer.New(c.Path); err == nil {
-			v, _, _ = p.Get(obj)
-		}
-		out[c.Path] = v
+		out[c.Path] = valueAt(obj, c.Path)
 	}
 	return out
 }
@@ -211,26 +213,30 @@ func checkCompeting(ctx context.Context, in *Input) ([]Finding, error) {
 	var out []Finding
 	reported := map[[2]string]bool{}
 	for _, p := range probes {
-		writes := make([]map[string]any, len(units))
+		alone := make([]*admission.ReviewResult, len(units))
 		for i, u := range units {
-			if res, err := u.mutate(ctx, p, p.Body); err == nil && res != nil {
-				writes[i] = written(res)
+			if res, err := u.mutate(ctx, p, p.Body); err == nil {
+				alone[i] = res
 			}
 		}
 		for i := range units {
 			for j := i + 1; j < len(units); j++ {
 				a, b := units[i], units[j]
-				if reported[[2]string{a.name, b.name}] {
+				if alone[i] == nil || alone[j] == nil || reported[[2]string{a.name, b.name}] {
 					continue
 				}
-				path, va, vb, ok := conflict(writes[i], writes[j])
+				// Order matters when a after b and b after a end apart.
+				ab := after(ctx, a, p, alone[j].Object)
+				ba := after(ctx, b, p, alone[i].Object)
+				path, va, vb, ok := firstDifference(ab, ba)
 				if !ok {
 					continue
 				}
 				reported[[2]string{a.name, b.name}] = true
 				out = append(out, Finding{
 					Rule: "mutating-policies-compete", Severity: SeverityWarning, Source: a.source, Object: a.object,
-					Message: fmt.Sprintf("on %s, it sets %s to %s while %s sets it to %s", p.Source, path, brief(va), b.object, brief(vb)),
+					Message: fmt.Sprintf("on %s, the result depends on the order of this policy and %s: %s is %s when this one runs last, %s when the other does",
+						p.Source, b.object, path, brief(va), brief(vb)),
 					Why: "Admission does not promise an order between mutators: the stored value depends on which runs last, " +
 						"and a GitOps tool comparing with Git sees one or the other.",
 					Fix: fmt.Sprintf("let one policy own %s: narrow one policy's matchConstraints or bindings, or make both agree on the value", path),
@@ -241,34 +247,34 @@ func checkCompeting(ctx context.Context, in *Input) ([]Finding, error) {
 	return out, nil
 }
 
-// conflict finds a path both mutations write (or one writes inside what the
-// other writes) with different results.
-func conflict(a, b map[string]any) (string, any, any, bool) {
-	keys := make([]string, 0, len(a))
-	for k := range a {
-		keys = append(keys, k)
+// after returns body once u has run on it (body itself when u changes
+// nothing), decoded.
+func after(ctx context.Context, u *unit, p serving.Probe, body []byte) map[string]any {
+	if res, err := u.mutate(ctx, p, body); err == nil && res != nil {
+		body = res.Object
 	}
-	sort.Strings(keys)
-	for _, pa := range keys {
-		for pb, vb := range b {
-			switch {
-			case pa == pb:
-				if !jsonEqual(a[pa], vb) {
-					return pa, a[pa], vb, true
-				}
-			case strings.HasPrefix(pb, pa+"/"), strings.HasPrefix(pa, pb+"/"):
-				return shorter(pa, pb), a[pa], vb, true
-			}
-		}
-	}
-	return "", nil, nil, false
+	var obj map[string]any
+	_ = json.Unmarshal(body, &obj)
+	return obj
 }
 
-func shorter(a, b string) string {
-	if len(a) < len(b) {
-		return a
+// firstDifference returns the first path (in order) where a and b differ.
+func firstDifference(a, b map[string]any) (string, any, any, bool) {
+	paths := admission.Diff(a, b)
+	if len(paths) == 0 {
+		return "", nil, nil, false
 	}
-	return b
+	sort.Strings(paths)
+	return paths[0], valueAt(a, paths[0]), valueAt(b, paths[0]), true
+}
+
+func valueAt(obj map[string]any, path string) any {
+	p, err := jsonpointer.New(path)
+	if err != nil {
+		return nil
+	}
+	v, _, _ := p.Get(obj)
+	return v
 }
 
 func checkReinvocationNever(ctx context.Context, in *Input) ([]Finding, error) {
@@ -297,11 +303,7 @@ func checkReinvocationNever(ctx context.Context, in *Input) ([]Finding, error) {
 				if err != nil || other == nil {
 					continue
 				}
-				after, err := a.mutate(ctx, p, other.Object)
-				if err != nil {
-					continue
-				}
-				if sameWrites(alone, after) {
+				if alone == nil || !dependsOn(alone, other, after(ctx, a, p, other.Object)) {
 					continue
 				}
 				reported[a.name] = true
@@ -320,13 +322,20 @@ func checkReinvocationNever(ctx context.Context, in *Input) ([]Finding, error) {
 	return out, nil
 }
 
-// sameWrites reports whether two mutations of the same policy wrote the
-// same values to the same paths (nil: no write).
-func sameWrites(a, b *admission.ReviewResult) bool {
-	if a == nil || b == nil {
-		return a == nil && b == nil
+// dependsOn reports whether a policy's writes (alone: on the probe) come
+// out differently when it runs after other (final: the object then), at
+// the paths the policy writes and other does not: it read what other wrote.
+func dependsOn(alone, other *admission.ReviewResult, final map[string]any) bool {
+	theirs := written(other)
+	for path, v := range written(alone) {
+		if _, ok := theirs[path]; ok {
+			continue
+		}
+		if !jsonEqual(v, valueAt(final, path)) {
+			return true
+		}
 	}
-	return jsonEqual(written(a), written(b))
+	return false
 }
 
 func paths(cs []admission.Change) []string {

@@ -198,32 +198,32 @@ func (h *Handler) serveReview(w http.ResponseWriter, r *http.Request, mutate boo
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		h.fail(w, name, http.StatusMethodNotAllowed, "method_not_allowed", "AdmissionReviews are POSTed")
+		h.fail(w, name, start, "", http.StatusMethodNotAllowed, "method_not_allowed", "AdmissionReviews are POSTed")
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxRequestBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			h.fail(w, name, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("request body over %d bytes", h.opts.MaxRequestBytes))
+			h.fail(w, name, start, "", http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("request body over %d bytes", h.opts.MaxRequestBytes))
 			return
 		}
-		h.fail(w, name, http.StatusBadRequest, "read", "reading the request: "+err.Error())
+		h.fail(w, name, start, "", http.StatusBadRequest, "read", "reading the request: "+err.Error())
 		return
 	}
 	review, req, err := decodeReview(body)
 	if err != nil {
 		var re *reviewError
 		if errors.As(err, &re) {
-			h.fail(w, name, re.code, "bad_request", re.msg)
+			h.fail(w, name, start, "", re.code, "bad_request", re.msg)
 			return
 		}
-		h.fail(w, name, http.StatusBadRequest, "bad_request", err.Error())
+		h.fail(w, name, start, "", http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}
 	set := h.acquire()
 	if set == nil {
-		h.fail(w, name, http.StatusServiceUnavailable, "not_ready", "no policies in force")
+		h.fail(w, name, start, string(req.Operation), http.StatusServiceUnavailable, "not_ready", "no policies in force")
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.deadline(r))
@@ -236,12 +236,12 @@ func (h *Handler) serveReview(w http.ResponseWriter, r *http.Request, mutate boo
 		}
 		h.log.Warn("request not evaluated", "webhook", name, "uid", review.Request.UID, "kind", req.Kind.String(),
 			"namespace", req.Namespace, "name", req.Name, "error", err)
-		h.fail(w, name, code, reason, err.Error())
+		h.fail(w, name, start, string(req.Operation), code, reason, err.Error())
 		return
 	}
 	out, err := response(review, res, req.Object)
 	if err != nil {
-		h.fail(w, name, http.StatusInternalServerError, "encoding", err.Error())
+		h.fail(w, name, start, string(req.Operation), http.StatusInternalServerError, "encoding", err.Error())
 		return
 	}
 	decision := "allowed"
@@ -256,7 +256,7 @@ func (h *Handler) serveReview(w http.ResponseWriter, r *http.Request, mutate boo
 	}
 	data, err := json.Marshal(out)
 	if err != nil {
-		h.fail(w, name, http.StatusInternalServerError, "encoding", err.Error())
+		h.fail(w, name, start, string(req.Operation), http.StatusInternalServerError, "encoding", err.Error())
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -345,8 +345,11 @@ func (h *Handler) deadline(r *http.Request) time.Duration {
 }
 
 // fail answers with an HTTP error: the API server counts it as a failed
-// call and applies the webhook's failurePolicy.
-func (h *Handler) fail(w http.ResponseWriter, name string, code int, reason, msg string) {
+// call and applies the webhook's failurePolicy. It is counted as decision
+// "error" with its latency, so that timeouts show in the percentiles.
+func (h *Handler) fail(w http.ResponseWriter, name string, start time.Time, op string, code int, reason, msg string) {
 	h.metrics.errors.WithLabelValues(name, reason).Inc()
+	h.metrics.requests.WithLabelValues(name, op, "error", "unknown").Inc()
+	h.metrics.latency.WithLabelValues(name, op, "error").Observe(time.Since(start).Seconds())
 	http.Error(w, msg, code)
 }

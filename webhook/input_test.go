@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +69,7 @@ func TestBadInput(t *testing.T) {
 		{name: "null object", body: edit(func(m map[string]any) { request(m)["object"] = nil }), code: 400, want: "has no object"},
 		{name: "update without oldObject", body: edit(func(m map[string]any) { request(m)["operation"] = "UPDATE" }), code: 400, want: "no oldObject"},
 		{name: "unknown operation", body: edit(func(m map[string]any) { request(m)["operation"] = "PATCH" }), code: 400, want: "unknown operation"},
+		{name: "namespace that is not a name", body: edit(func(m map[string]any) { request(m)["namespace"] = strings.Repeat("x/", 200) }), code: 400, want: "is not a namespace name"},
 		{name: "no kind", body: edit(func(m map[string]any) { delete(request(m), "kind") }), code: 400, want: "no kind"},
 		{name: "object of the wrong shape", body: edit(func(m map[string]any) {
 			request(m)["object"] = map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "spec": "a string"}
@@ -141,12 +145,14 @@ func TestAuditKeys(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"validation.policy.admission.k8s.io/validation_failure", "validation.policy.admission.k8s.io_validation_failure"},
 		{"replicas", "replicas"},
-		{long, AuditAnnotationKey(long)},
 	} {
 		got := AuditAnnotationKey(tc.in)
 		if got != tc.want || len(got) > qualifiedNameMaxLength || strings.Contains(got, "/") {
 			t.Errorf("AuditAnnotationKey(%q) = %q", tc.in, got)
 		}
+	}
+	if k := AuditAnnotationKey(long); len(k) > qualifiedNameMaxLength || strings.Contains(k, "/") || !strings.HasPrefix(k, "aaaa") {
+		t.Errorf("AuditAnnotationKey(long) = %q, want a shortened qualified name", k)
 	}
 	if AuditAnnotationKey(long) == AuditAnnotationKey(strings.Repeat("a", 80)+"/other") {
 		t.Error("shortened keys collide")
@@ -161,6 +167,70 @@ func TestPolicyOf(t *testing.T) {
 	} {
 		if got := policyOf(tc.msg); got != tc.want {
 			t.Errorf("policyOf(%q) = %q, want %q", tc.msg, got, tc.want)
+		}
+	}
+}
+
+// TestPatchHoldsOnlyThePoliciesChanges: fields truce's scheme does not know
+// and defaults the server did not send stay out of the patch.
+func TestPatchHoldsOnlyThePoliciesChanges(t *testing.T) {
+	h := newTestHandler(t, []string{"../examples/image-mirror/cluster/image-mirror.yaml"}, nil)
+	obj := mustObject(t, strings.Replace(deployment, "%d", "2", 1))
+	if err := unstructured.SetNestedField(obj.Object, "from a newer server", "spec", "futureField"); err != nil {
+		t.Fatal(err)
+	}
+	_, out := post(t, h, "/mutate", reviewFor(t, "CREATE", obj, "deployments"))
+	if out == nil || !out.Response.Allowed || out.Response.Patch == nil {
+		t.Fatalf("want a patch, got %+v", out)
+	}
+	var ops []map[string]any
+	if err := json.Unmarshal(out.Response.Patch, &ops); err != nil {
+		t.Fatal(err)
+	}
+	if len(ops) != 1 || ops[0]["op"] != "replace" || ops[0]["path"] != "/spec/template/spec/containers/0/image" ||
+		ops[0]["value"] != "registry.internal/nginx:1.27" {
+		t.Fatalf("patch %s, want only the image replaced", out.Response.Patch)
+	}
+}
+
+// TestSubresourceReview: a policy on deployments/scale sees the Scale.
+func TestSubresourceReview(t *testing.T) {
+	dir := t.TempDir()
+	policy := `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: scale-limit}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [apps], apiVersions: [v1], operations: [UPDATE], resources: [deployments/scale]}
+  validations:
+  - expression: "object.spec.replicas <= 5"
+    message: at most 5 replicas
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: scale-limit}
+spec: {policyName: scale-limit, validationActions: [Deny]}
+`
+	if err := os.WriteFile(filepath.Join(dir, "p.yaml"), []byte(policy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := newTestHandler(t, []string{dir}, nil)
+	for _, tc := range []struct {
+		replicas int
+		allowed  bool
+	}{{3, true}, {9, false}} {
+		scale := fmt.Sprintf(`{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"web","namespace":"shop"},"spec":{"replicas":%d},"status":{"replicas":2}}`, tc.replicas)
+		body := fmt.Sprintf(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"group":"autoscaling","version":"v1","kind":"Scale"},
+"resource":{"group":"apps","version":"v1","resource":"deployments"},"subResource":"scale","namespace":"shop","name":"web","operation":"UPDATE",
+"userInfo":{"username":"hpa"},"object":%s,"oldObject":%s}}`, scale, scale)
+		rec, out := post(t, h, "/validate", []byte(body))
+		if out == nil {
+			t.Fatalf("replicas %d: HTTP %d %s", tc.replicas, rec.Code, rec.Body)
+		}
+		if out.Response.Allowed != tc.allowed {
+			t.Fatalf("replicas %d: allowed %v, want %v (%+v)", tc.replicas, out.Response.Allowed, tc.allowed, out.Response.Result)
 		}
 	}
 }

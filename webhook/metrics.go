@@ -32,7 +32,7 @@ func newMetrics() *metrics {
 		registry: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "truce_webhook_requests_total",
-			Help: "AdmissionReview requests answered, by webhook path, operation, decision (allowed, patched, denied, error) and dry run.",
+			Help: "AdmissionReview requests answered, by webhook path, operation, decision (allowed, patched, denied, error: an HTTP error) and dry run (unknown for requests that did not parse).",
 		}, []string{"webhook", "operation", "decision", "dry_run"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "truce_webhook_request_duration_seconds",

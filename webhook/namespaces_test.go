@@ -15,7 +15,7 @@ type fakeNamespaces struct {
 	m  map[string]*corev1.Namespace
 }
 
-func (f *fakeNamespaces) Namespace(name string) (*corev1.Namespace, bool) {
+func (f *fakeNamespaces) Namespace(_ context.Context, name string) (*corev1.Namespace, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	ns, ok := f.m[name]

@@ -34,9 +34,11 @@ type policySet struct {
 	// writing, so a set is closed only when no evaluation uses it.
 	mu     sync.RWMutex
 	closed bool
-	// namespaces records the namespaces (NAME or NAME@resourceVersion)
-	// already made known to the chain.
-	namespaces sync.Map
+	// namespaces records, per namespace made known to the chain, where
+	// its labels came from: "cluster", "assumed" or "live@RV";
+	// namespaceMu serialises the writes.
+	namespaces  sync.Map
+	namespaceMu sync.Mutex
 }
 
 // retire closes the set once the evaluations using it have finished.

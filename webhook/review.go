@@ -69,6 +69,12 @@ func decodeReview(body []byte) (*admissionv1.AdmissionReview, admission.Review, 
 	if req.Kind.Kind == "" || req.Kind.Version == "" {
 		return nil, admission.Review{}, badRequest("the AdmissionReview request has no kind")
 	}
+	if req.Namespace != "" {
+		// Namespaces are recorded for the policies: only real names.
+		if errs := validation.IsDNS1123Label(req.Namespace); len(errs) > 0 {
+			return nil, admission.Review{}, badRequest("the AdmissionReview request's namespace %q is not a namespace name: %s", req.Namespace, strings.Join(errs, "; "))
+		}
+	}
 	extra := map[string][]string{}
 	for k, v := range req.UserInfo.Extra {
 		extra[k] = v
@@ -105,8 +111,8 @@ func response(review *admissionv1.AdmissionReview, res *admission.ReviewResult, 
 	}
 	if !res.Allowed {
 		s := *res.Status
-		// The server words the rejection itself ("admission webhook %q
-		// denied the request: ..."); status and reason carry no meaning.
+		// The server prefixes the message ("admission webhook %q denied
+		// the request: ") and keeps code, reason and details.
 		s.TypeMeta = metav1.TypeMeta{}
 		s.Status = metav1.StatusFailure
 		out.Response.Result = &s
@@ -115,7 +121,7 @@ func response(review *admissionv1.AdmissionReview, res *admission.ReviewResult, 
 	if res.Object == nil {
 		return out, nil
 	}
-	patch, err := buildPatch(original, res.Object)
+	patch, err := admissionPatch(original, res.Base, res.Object)
 	if err != nil {
 		return nil, err
 	}

@@ -76,6 +76,11 @@ func Serve(ctx context.Context, h *Handler, o ServerOptions) error {
 		WriteTimeout: 30 * time.Second,
 		IdleTimeout:  90 * time.Second,
 		ErrorLog:     errLog,
+		// HTTP/1.1 only, as controller-runtime's webhook server: with
+		// HTTP/2 the API server multiplexes its calls over one connection
+		// to one replica behind the Service, and HTTP/2's stream handling
+		// has been a denial-of-service surface (CVE-2023-44487).
+		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
 	}
 	probes := &http.Server{Handler: h.Probes(), ReadHeaderTimeout: 5 * time.Second, ErrorLog: errLog}
 

@@ -7,12 +7,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,8 +32,28 @@ type servedWebhook struct {
 	URL      string
 	CABundle []byte
 	cmd      *exec.Cmd
-	stderr   *bytes.Buffer
+	stderr   *syncBuffer
 	exited   chan error
+	stopped  bool
+}
+
+// syncBuffer is the process's stderr, written by the scanner goroutine and
+// read by the test.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // startServedWebhook runs `truce webhook serve --policies policies` with a
@@ -67,7 +89,7 @@ func tryServedWebhook(ctx context.Context, t *testing.T, bin string, policies ..
 	}
 	cmd := exec.CommandContext(ctx, bin, args...)
 	pr, pw := io.Pipe()
-	w := &servedWebhook{CABundle: ca.PEM, cmd: cmd, stderr: &bytes.Buffer{}, exited: make(chan error, 1)}
+	w := &servedWebhook{CABundle: ca.PEM, cmd: cmd, stderr: &syncBuffer{}, exited: make(chan error, 1)}
 	cmd.Stderr = pw
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -79,7 +101,7 @@ func tryServedWebhook(ctx context.Context, t *testing.T, bin string, policies ..
 		sent := false
 		for sc.Scan() {
 			line := sc.Bytes()
-			w.stderr.Write(append(line, '\n'))
+			_, _ = w.stderr.Write(append(line, '\n'))
 			var entry struct{ Msg, Addr string }
 			if !sent && json.Unmarshal(line, &entry) == nil && entry.Msg == "serving" {
 				addr <- entry.Addr
@@ -108,11 +130,13 @@ var notIdempotent = map[string]bool{
 	"map/reinvocation-single-never-counter": true,
 }
 
-// stop sends SIGTERM and waits for a graceful exit.
+// stop sends SIGTERM and waits for a graceful exit (once; the test's
+// goroutine only).
 func (w *servedWebhook) stop() {
-	if w.cmd.ProcessState != nil {
+	if w.stopped {
 		return
 	}
+	w.stopped = true
 	_ = w.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-w.exited:
@@ -175,6 +199,12 @@ func TestServedPolicies(t *testing.T) {
 	bin := truceBinary(t)
 	var outcomes []outcome
 	t.Cleanup(func() { summarize(t, outcomes) })
+	defer func() {
+		// A corpus change that made nothing servable must not pass.
+		if f := flag.Lookup("test.run"); f != nil && f.Value.String() == "" && len(outcomes) < 100 {
+			t.Errorf("only %d corpus cases were served; want at least 100", len(outcomes))
+		}
+	}()
 	for _, c := range cases {
 		reason := servable(c)
 		if reason == "no policies" || reason == "the case has webhooks of its own" {

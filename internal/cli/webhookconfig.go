@@ -97,6 +97,11 @@ func runWebhookConfig(ctx context.Context, cmd *cobra.Command, o *webhookConfigO
 		return fmt.Errorf("unknown output format %q (want yaml or json)", o.output)
 	}
 	opts := configuration.Options{Name: o.name, Namespace: o.namespace, TimeoutSeconds: o.timeoutSeconds}
+	if o.url != "" && !cmd.Flags().Changed("namespace") {
+		// A webhook outside the cluster has no namespace of its own to
+		// exclude unless one is named.
+		opts.Namespace = ""
+	}
 	if o.url != "" {
 		if cmd.Flags().Changed("service") || cmd.Flags().Changed("port") {
 			return errors.New("--url and --service/--port both say where the webhook is: give one or the other")
