@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/truce-dev/truce/drift/ignore"
@@ -15,14 +16,29 @@ import (
 
 // owners returns the field managers whose managedFields entries own the
 // field at pointer in obj (or a field below it), formatted as
-// "manager NAME (Operation)". Keyed list items are matched by their key
-// fields, set items by value, as FieldsV1 records them.
+// "manager NAME (Operation)".
 func owners(obj *unstructured.Unstructured, pointer string) []string {
+	var out []string
+	for _, mf := range FieldOwners(obj, pointer) {
+		name := fmt.Sprintf("manager %s (%s)", mf.Manager, mf.Operation)
+		if mf.Subresource != "" {
+			name = fmt.Sprintf("manager %s (%s %s)", mf.Manager, mf.Operation, mf.Subresource)
+		}
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// FieldOwners returns the managedFields entries of obj that own the field
+// at pointer (or a field below it). Keyed list items are matched by their
+// key fields, set items by value, as FieldsV1 records them.
+func FieldOwners(obj *unstructured.Unstructured, pointer string) []metav1.ManagedFieldsEntry {
 	segments, err := splitPointer(pointer)
 	if err != nil {
 		return nil
 	}
-	var out []string
+	var out []metav1.ManagedFieldsEntry
 	for _, mf := range obj.GetManagedFields() {
 		if mf.FieldsV1 == nil {
 			continue
@@ -32,14 +48,9 @@ func owners(obj *unstructured.Unstructured, pointer string) []string {
 			continue
 		}
 		if ownsPath(fields, obj.Object, segments) {
-			name := fmt.Sprintf("manager %s (%s)", mf.Manager, mf.Operation)
-			if mf.Subresource != "" {
-				name = fmt.Sprintf("manager %s (%s %s)", mf.Manager, mf.Operation, mf.Subresource)
-			}
-			out = append(out, name)
+			out = append(out, mf)
 		}
 	}
-	sort.Strings(out)
 	return out
 }
 

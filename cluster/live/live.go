@@ -58,6 +58,11 @@ func New(cfg *rest.Config) (*Cluster, error) {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "truce"
 	}
+	// client-go's default of 5 requests/s makes a 1,000-object sync take
+	// minutes; use kustomize-controller's defaults unless set.
+	if cfg.QPS == 0 && cfg.RateLimiter == nil {
+		cfg.QPS, cfg.Burst = 50, 300
+	}
 	client, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating a client: %w", err)

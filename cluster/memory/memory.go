@@ -316,3 +316,9 @@ func (c *Cluster) Admit(ctx context.Context, req admission.Request) (*admission.
 	req.Persist = false
 	return c.chain.Admit(ctx, req)
 }
+
+// ServesImmediately reports that a CustomResourceDefinition's kind is
+// served as soon as it is stored: the in-process cluster has no
+// establishing controller and never sets the CRD's Established condition,
+// so callers must not wait for it.
+func (c *Cluster) ServesImmediately() bool { return true }

@@ -66,5 +66,6 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newFixCommand())
 	root.AddCommand(newWebhookCommand())
 	root.AddCommand(newLintCommand())
+	root.AddCommand(newSyncCommand())
 	return root
 }

@@ -1,0 +1,83 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/truce-dev/truce/cluster"
+)
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+// GitSyncGVK is the kind whose status shows a sync (see package gitsync).
+var GitSyncGVK = cluster.Ref{}.GroupVersionKind
+
+func init() {
+	GitSyncGVK.Group, GitSyncGVK.Version, GitSyncGVK.Kind = "truce.dev", "v1alpha1", "GitSync"
+}
+
+func unversioned(ref cluster.Ref) cluster.Ref {
+	ref.Version = ""
+	return ref
+}
+
+// contestsOf returns the contests in force on ref.
+func (p *pass) contestsOf(ref cluster.Ref) []Contest {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]Contest(nil), p.contested[unversioned(ref)]...)
+}
+
+func (p *pass) addContest(c Contest) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := unversioned(c.Ref)
+	p.contested[k] = append(p.contested[k], c)
+}
+
+// admissionDigest is computed once per pass, when needed.
+func (p *pass) admissionDigest(ctx context.Context, a AdmissionView) (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.digest != "" {
+		return p.digest, nil
+	}
+	d, err := a.Digest(ctx)
+	if err != nil {
+		return "", err
+	}
+	p.digest = d
+	return d, nil
+}
+
+// liftContests keeps the saved contests that still hold and lifts the
+// others: Git moved to another revision, or the admission configuration
+// changed. A lifted field is written again, and the loop breaker counts
+// from zero.
+func (r *Reconciler) liftContests(ctx context.Context, p *pass, saved []Contest, res *Result) error {
+	for _, c := range saved {
+		why := ""
+		switch {
+		case c.Revision != p.revision:
+			why = fmt.Sprintf("Git moved from %s to %s", c.Revision, p.revision)
+		case c.Admission != "" && r.admission != nil:
+			d, err := p.admissionDigest(ctx, r.admission)
+			if err != nil {
+				// Keep the contest: not knowing is no reason to fight again.
+				r.log.Warn("reading the admission configuration", "error", err)
+				break
+			}
+			if d != c.Admission {
+				why = "the admission configuration changed"
+			}
+		}
+		if why == "" {
+			p.contested[unversioned(c.Ref)] = append(p.contested[unversioned(c.Ref)], c)
+			continue
+		}
+		r.forget(c.Ref, c.Pointer)
+		r.recorder.Event(c.Ref, "Normal", "ContestLifted", fmt.Sprintf("truce writes %s again: %s", c.Pointer, why))
+	}
+	return nil
+}
