@@ -5,8 +5,11 @@ package apiserver
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -65,4 +68,30 @@ func StopShared() error {
 		delete(sharedServers, key)
 	}
 	return errors.Join(errs...)
+}
+
+// RunShared is a test binary's TestMain body: it runs the tests, then stops
+// the shared servers (they outlive every test, so no t.Cleanup can), and
+// returns the exit code for os.Exit.
+func RunShared(m *testing.M) int {
+	code := m.Run()
+	if err := StopShared(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping kube-apiserver:", err)
+	}
+	return code
+}
+
+// SharedFor returns the binary's kube-apiserver with every admission plugin
+// on, starting it on first use; a slow start is logged with its report.
+func SharedFor(t testing.TB) *Server {
+	t.Helper()
+	start := time.Now()
+	s, err := Shared(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Logf("kube-apiserver after %s: %s", d.Round(time.Millisecond), s.StartupReport())
+	}
+	return s
 }

@@ -13,35 +13,16 @@
 package drift
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/truce-dev/truce/e2e/apiserver"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	// The server is shared by every test of the binary, so it is stopped
-	// here rather than in a t.Cleanup.
-	if err := apiserver.StopShared(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping kube-apiserver:", err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(apiserver.RunShared(m)) }
 
 // server returns the binary's one kube-apiserver, starting it on first use.
 func server(t testing.TB) *apiserver.Server {
 	t.Helper()
-	start := time.Now()
-	s, err := apiserver.Shared(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := time.Since(start); d > time.Second {
-		t.Logf("kube-apiserver after %s: %s", d.Round(time.Millisecond), s.StartupReport())
-	}
-	return s
+	return apiserver.SharedFor(t)
 }
