@@ -28,8 +28,11 @@ func transient(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
+	// A 404 without a Status body (a kind not served yet) also counts as
+	// an unexpected server response; retrying cannot make it appear.
 	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
-		apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) || apierrors.IsUnexpectedServerError(err) ||
+		apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) ||
+		(apierrors.IsUnexpectedServerError(err) && !apierrors.IsNotFound(err)) ||
 		(apierrors.IsConflict(err) && !isFieldConflict(err)) ||
 		utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) ||
 		utilnet.IsTimeout(err)

@@ -34,6 +34,10 @@ func (r *Reconciler) syncObject(ctx context.Context, p *pass, d *desired) Object
 		out.Action, out.Error = Failed, msg
 		return out
 	}
+	if err := ctx.Err(); err != nil {
+		// The pass is stopping: start nothing new.
+		return fail("not applied: " + err.Error())
+	}
 	live, err := r.get(ctx, d.ref)
 	if err != nil {
 		p.mu.Lock()
@@ -75,25 +79,12 @@ func (r *Reconciler) syncObject(ctx context.Context, p *pass, d *desired) Object
 			}
 		}
 	}
+	if live == nil {
+		return r.create(ctx, p, d, payload, out)
+	}
 	predicted, err := r.predict(ctx, live, payload)
 	if err != nil {
-		if live == nil && r.opts.DryRun && p.createsDefinitionFor(d, err) {
-			// A rehearsal creates nothing, so a new namespace or CRD is not
-			// there for the dry run of what goes into it.
-			out.Action = Created
-			out.Note = "not predicted: its namespace or CRD is created by this sync first"
-			return out
-		}
 		return fail(describeApplyErr("predicting the apply", err))
-	}
-	if live == nil {
-		if !r.opts.DryRun {
-			if _, err := r.apply(ctx, p, payload); err != nil {
-				return fail(describeApplyErr("creating", err))
-			}
-		}
-		out.Action = Created
-		return out
 	}
 	drifted := driftBetween(predicted, live, keeps)
 	if len(drifted) == 0 {
@@ -123,6 +114,30 @@ func (r *Reconciler) syncObject(ctx context.Context, p *pass, d *desired) Object
 		r.wroteFields(d.ref, drifted, predicted)
 	}
 	out.Action = Configured
+	return out
+}
+
+// create applies an object that does not exist. Nothing is predicted
+// first: there is no live object to compare with, so a dry run would only
+// double the requests (the apply reports the same errors). A rehearsal
+// predicts instead, to show what would fail.
+func (r *Reconciler) create(ctx context.Context, p *pass, d *desired, payload *unstructured.Unstructured, out ObjectResult) ObjectResult {
+	out.Action = Created
+	if !r.opts.DryRun {
+		if _, err := r.apply(ctx, p, payload); err != nil {
+			out.Action, out.Error = Failed, describeApplyErr("creating", err)
+		}
+		return out
+	}
+	if _, err := r.predict(ctx, nil, payload); err != nil {
+		if p.createsDefinitionFor(d, err) {
+			// A rehearsal creates nothing, so a new namespace or CRD is not
+			// there for the dry run of what goes into it.
+			out.Note = "not predicted: its namespace or CRD is created by this sync first"
+			return out
+		}
+		out.Action, out.Error = Failed, describeApplyErr("predicting the apply", err)
+	}
 	return out
 }
 

@@ -14,8 +14,11 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/truce-dev/truce/cluster"
 	"github.com/truce-dev/truce/drift/ignore"
@@ -157,6 +160,10 @@ func (r *Reconciler) reconcile(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 
+	if err := r.rememberBeforeWriting(ctx, state.Inventory, objs); err != nil {
+		return nil, err
+	}
+
 	results := make([]ObjectResult, len(objs))
 	index := map[*desired]int{}
 	for i, d := range objs {
@@ -216,12 +223,7 @@ func (r *Reconciler) reconcile(ctx context.Context) (*Result, error) {
 	// Contests of objects no longer in Git are dropped with them.
 	res.Contested = sortedContests(res.Contested)
 
-	inventory := make([]cluster.Ref, 0, len(objs))
-	for _, st := range stages(objs) {
-		for _, d := range st {
-			inventory = append(inventory, d.ref)
-		}
-	}
+	inventory := applyOrder(objs)
 	leftovers := r.leftGit(state.Inventory, objs)
 	switch {
 	case len(leftovers) == 0:
@@ -253,6 +255,47 @@ func (r *Reconciler) reconcile(ctx context.Context) (*Result, error) {
 		res.Errors = append(res.Errors, fmt.Sprintf("saving the status: %v", err))
 	}
 	return res, nil
+}
+
+// applyOrder lists the refs of objs in the order a pass applies them.
+func applyOrder(objs []*desired) []cluster.Ref {
+	out := make([]cluster.Ref, 0, len(objs))
+	for _, st := range stages(objs) {
+		for _, d := range st {
+			out = append(out, d.ref)
+		}
+	}
+	return out
+}
+
+// rememberBeforeWriting saves the inventory extended by the objects this
+// pass may create, before it writes anything: a process killed after a
+// create would otherwise leave an object no inventory names, never pruned
+// when it leaves Git. Objects that end up not created are harmless there
+// (prune finds them gone). Nothing is saved when every object is known.
+func (r *Reconciler) rememberBeforeWriting(ctx context.Context, inventory []cluster.Ref, objs []*desired) error {
+	if r.opts.DryRun {
+		return nil
+	}
+	known := map[cluster.Ref]bool{}
+	for _, ref := range inventory {
+		ref.Version = ""
+		known[ref] = true
+	}
+	news := false
+	for _, d := range objs {
+		k := d.ref
+		k.Version = ""
+		news = news || !known[k]
+	}
+	if !news {
+		return nil
+	}
+	leftovers := r.leftGit(inventory, objs)
+	if err := r.store.SaveInventory(ctx, append(applyOrder(objs), leftovers...)); err != nil {
+		return fmt.Errorf("recording the inventory before applying: %w", err)
+	}
+	return nil
 }
 
 // recordCreated notes the namespaces and CRD kinds the first stage
@@ -296,11 +339,11 @@ func (r *Reconciler) prepare(objs []manifest.Object) ([]*desired, error) {
 	out := make([]*desired, 0, len(objs))
 	seen := map[cluster.Ref]string{}
 	var errs []error
-	mapper := r.cluster.RESTMapper()
+	namespaced := r.namespacedKinds(objs)
 	for _, mo := range objs {
 		obj := mo.Object.DeepCopy()
 		ref := cluster.RefOf(obj)
-		if m, err := mapper.RESTMapping(ref.GroupKind(), ref.Version); err == nil && m.Scope.Name() == "namespace" && ref.Namespace == "" {
+		if ref.Namespace == "" && namespaced(ref.GroupVersionKind) {
 			// A namespaced object without a namespace goes to "default",
 			// as kubectl and Flux (without targetNamespace) do.
 			obj.SetNamespace("default")
@@ -321,6 +364,30 @@ func (r *Reconciler) prepare(objs []manifest.Object) ([]*desired, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// namespacedKinds tells namespaced kinds: those the cluster serves as
+// namespaced, and, for kinds it does not serve yet, those a CRD of the
+// snapshot defines as namespaced (applied in the first stage, before the
+// objects that need the kind).
+func (r *Reconciler) namespacedKinds(objs []manifest.Object) func(schema.GroupVersionKind) bool {
+	defined := map[schema.GroupKind]bool{}
+	for _, mo := range objs {
+		if gvk := mo.Object.GroupVersionKind(); gvk.Group != apiextensionsv1.GroupName || gvk.Kind != "CustomResourceDefinition" {
+			continue
+		}
+		group, _, _ := unstructured.NestedString(mo.Object.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(mo.Object.Object, "spec", "names", "kind")
+		scope, _, _ := unstructured.NestedString(mo.Object.Object, "spec", "scope")
+		defined[schema.GroupKind{Group: group, Kind: kind}] = scope == string(apiextensionsv1.NamespaceScoped)
+	}
+	mapper := r.cluster.RESTMapper()
+	return func(gvk schema.GroupVersionKind) bool {
+		if m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+			return m.Scope.Name() == meta.RESTScopeNameNamespace
+		}
+		return defined[gvk.GroupKind()]
+	}
 }
 
 // leftGit returns the inventory entries that are no longer desired, in

@@ -37,6 +37,11 @@ type Status struct {
 type Store interface {
 	Load(ctx context.Context) (*State, error)
 	Save(ctx context.Context, st *Status) error
+	// SaveInventory records the inventory alone, keeping the rest: a pass
+	// calls it before its first write when it may create objects, so that
+	// a process killed mid-pass still knows them and prunes them once they
+	// leave Git.
+	SaveInventory(ctx context.Context, inventory []cluster.Ref) error
 }
 
 // MemoryStore keeps the state in the process (rehearsals, one-shot runs
@@ -64,6 +69,19 @@ func (m *MemoryStore) Save(_ context.Context, st *Status) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := *st
+	m.last = &c
+	return nil
+}
+
+// SaveInventory implements Store.
+func (m *MemoryStore) SaveInventory(_ context.Context, inventory []cluster.Ref) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := Status{}
+	if m.last != nil {
+		c = *m.last
+	}
+	c.State.Inventory = append([]cluster.Ref(nil), inventory...)
 	m.last = &c
 	return nil
 }

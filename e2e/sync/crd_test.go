@@ -4,7 +4,6 @@ package sync
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -32,16 +31,6 @@ spec:
         type: object
         x-kubernetes-preserve-unknown-fields: true
 `
-
-// knownDefect skips a case that shows a known defect unless
-// TRUCE_E2E_SYNC_KNOWN_DEFECTS=1, which runs it (and it fails until the
-// defect is fixed).
-func knownDefect(t *testing.T, why string) {
-	t.Helper()
-	if os.Getenv("TRUCE_E2E_SYNC_KNOWN_DEFECTS") != "1" {
-		t.Skip("KNOWN DEFECT (TRUCE_E2E_SYNC_KNOWN_DEFECTS=1 runs it): " + why)
-	}
-}
 
 // crdCase is a revision holding a Namespace, a CRD and widgets of it; the
 // CRD (its group named after the case) is deleted when the case ends.
@@ -85,16 +74,9 @@ spec: {size: 3}
 // TestCRDsGoFirstNamespaceDefaulted: a custom resource without a namespace
 // goes to "default" (as kubectl and Flux put it, and as the reconciler
 // does for kinds it knows), also when its CRD is in the same revision.
-//
-// KNOWN DEFECT (reconcile/reconciler.go, prepare): the namespace is
-// defaulted only for kinds the RESTMapper maps before the pass, and the
-// CRD is applied later in the pass, so the Widget keeps namespace "": its
-// get and dry-run apply go to the cluster-wide path, which answers 404
-// "the server could not find the requested resource" (retried as transient
-// for ~5 s each), and the first pass fails for it; the second pass creates
-// it in default.
+// (The namespace is taken from the CRD of the revision when the cluster
+// does not serve the kind yet.)
 func TestCRDsGoFirstNamespaceDefaulted(t *testing.T) {
-	knownDefect(t, "reconcile: a namespace-less custom resource whose CRD is in the same revision fails the first pass")
 	t.Parallel()
 	e, group, docs := crdCase(t, "crd-default", `
 apiVersion: GROUP/v1

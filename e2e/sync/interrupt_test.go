@@ -53,13 +53,9 @@ func extraConfigMaps(n int) string {
 // killed) after creating some new objects, followed by a revision that
 // drops them again: the objects carry truce's own tracking id and truce
 // applied them, so prune must delete them.
-//
-// KNOWN DEFECT (reconcile/reconciler.go, reconcile): the inventory is saved
-// only at the end of a pass, so an interrupted pass's new objects never
-// enter it, and once they leave Git no pass prunes them: they stay in the
-// cluster for good, tracked by truce.
+// (A pass records the inventory, extended by what it may create, before
+// its first write.)
 func TestInterruptedPassOrphans(t *testing.T) {
-	knownDefect(t, "reconcile: objects created by an interrupted pass are never pruned once they leave Git")
 	t.Parallel()
 	e := newEnv(t, "orphans", false)
 	opts := e.options()

@@ -22,10 +22,10 @@
 //     inventory, and converges once the server is back.
 //   - TestKillMidSyncConverges: a sync killed mid-pass (SIGKILL of `truce
 //     sync --once`) converges on the next run.
-//   - TestCRDsGoFirst: a CRD and its custom resources in one revision.
-//
-// Cases that show a known defect are skipped unless
-// TRUCE_E2E_SYNC_KNOWN_DEFECTS=1 (see knownDefect).
+//   - TestCRDsGoFirst, TestCRDsGoFirstNamespaceDefaulted: a CRD and its
+//     custom resources (with and without a namespace) in one revision.
+//   - TestInterruptedPassOrphans: objects created by an interrupted pass
+//     are pruned once they leave Git.
 //
 // Cases that change the cluster's admission configuration (policies,
 // bindings) do not run in parallel with each other: the reconciler's

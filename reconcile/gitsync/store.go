@@ -114,6 +114,28 @@ func (s *Store) Save(ctx context.Context, st *reconcile.Status) error {
 	return s.applyStatus(ctx, raw)
 }
 
+// SaveInventory implements reconcile.Store: the status's inventory is
+// replaced, the rest of the status kept as it is.
+func (s *Store) SaveInventory(ctx context.Context, inventory []cluster.Ref) error {
+	live, err := s.applySpec(ctx)
+	if err != nil {
+		return err
+	}
+	raw, _, _ := unstructured.NestedMap(live.Object, "status")
+	if raw == nil {
+		raw = map[string]any{}
+	}
+	delete(raw, "inventory")
+	if inv := inventoryOf(inventory); inv != nil {
+		v, err := toValue(inv)
+		if err != nil {
+			return fmt.Errorf("encoding the inventory of %s: %w", s, err)
+		}
+		raw["inventory"] = v
+	}
+	return s.applyStatus(ctx, raw)
+}
+
 // RecordFailure shows a pass that could not run (the source or the API
 // server unreachable): Ready turns False with reason Error and the error as
 // its message; the rest of the status, the inventory above all, is kept as
@@ -238,12 +260,7 @@ func NewStatus(st *reconcile.Status, prev *Status, generation int64) *Status {
 		t := metav1.NewTime(st.LastSync)
 		next.LastSyncTime = &t
 	}
-	if len(st.State.Inventory) > 0 {
-		next.Inventory = &Inventory{Entries: make([]InventoryEntry, len(st.State.Inventory))}
-		for i, ref := range st.State.Inventory {
-			next.Inventory.Entries[i] = InventoryEntryOf(ref)
-		}
-	}
+	next.Inventory = inventoryOf(st.State.Inventory)
 	for _, c := range st.State.Contested {
 		next.Contested = append(next.Contested, ContestedField{
 			Object: objectRefOf(c.Ref), Source: c.Source, Field: c.Pointer,
@@ -258,6 +275,18 @@ func NewStatus(st *reconcile.Status, prev *Status, generation int64) *Status {
 		meta.SetStatusCondition(&next.Conditions, c)
 	}
 	return next
+}
+
+// inventoryOf is refs as an inventory, nil when empty.
+func inventoryOf(refs []cluster.Ref) *Inventory {
+	if len(refs) == 0 {
+		return nil
+	}
+	inv := &Inventory{Entries: make([]InventoryEntry, len(refs))}
+	for i, ref := range refs {
+		inv.Entries[i] = InventoryEntryOf(ref)
+	}
+	return inv
 }
 
 // InventoryEntryOf is ref as an inventory entry.

@@ -471,3 +471,42 @@ func TestInventoryEntries(t *testing.T) {
 		}
 	}
 }
+
+func TestSaveInventoryKeepsTheRest(t *testing.T) {
+	srv, client := newFake(t)
+	store := NewStore(client, "truce-system", "app", testSpec())
+	ctx := context.Background()
+	hpa := contest(deployment, "/spec/replicas", reconcile.Writer{Manager: "hpa", Operation: "Update"}, int64(3), int64(5))
+	state := reconcile.State{Inventory: []cluster.Ref{namespace}, Contested: []reconcile.Contest{hpa}}
+	if err := store.Save(ctx, &reconcile.Status{Revision: "main@sha1:1", AppliedRevision: "main@sha1:1", LastSync: since, State: state}); err != nil {
+		t.Fatal(err)
+	}
+	before, _, _ := unstructured.NestedMap(srv.obj.Object, "status")
+	if err := store.SaveInventory(ctx, []cluster.Ref{namespace, deployment}); err != nil {
+		t.Fatal(err)
+	}
+	after, _, _ := unstructured.NestedMap(srv.obj.Object, "status")
+	delete(before, "inventory")
+	delete(after, "inventory")
+	if diff := cmp.Diff(before, after); diff != "" {
+		t.Errorf("the rest of the status changed (-before +after):\n%s", diff)
+	}
+	got, err := store.Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state.Inventory = []cluster.Ref{namespace, deployment}
+	if diff := cmp.Diff(&state, got, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {
+		t.Errorf("state after SaveInventory (-want +got):\n%s", diff)
+	}
+
+	// Before any pass, the object is created with the inventory alone.
+	_, client2 := newFake(t)
+	store2 := NewStore(client2, "truce-system", "app", testSpec())
+	if err := store2.SaveInventory(ctx, []cluster.Ref{deployment}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := store2.Load(ctx); err != nil || len(got.Inventory) != 1 || got.Inventory[0] != deployment {
+		t.Errorf("Load after SaveInventory on a new object = %+v, %v", got, err)
+	}
+}
