@@ -6,8 +6,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 	"sync/atomic"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -28,6 +30,10 @@ type Cluster struct {
 	client dynamic.Interface
 	mapper *restmapper.DeferredDiscoveryRESTMapper
 	calls  *atomic.Int64
+	// mappings caches the mapper's answers: the deferred mapper locks and
+	// walks every group's mapper on each lookup, a tenth of a sync's client
+	// CPU when every request looked its kind up.
+	mappings sync.Map // schema.GroupVersionKind -> *meta.RESTMapping
 }
 
 var _ cluster.Cluster = (*Cluster)(nil)
@@ -90,14 +96,63 @@ func (c *Cluster) Calls() int64 { return c.calls.Load() }
 
 // RESTMapper maps kinds with the server's discovery, refreshed when a kind
 // is not found (a CRD created since).
-func (c *Cluster) RESTMapper() meta.RESTMapper { return c.mapper }
+func (c *Cluster) RESTMapper() meta.RESTMapper { return refreshingMapper{c.mapper, c} }
 
-func (c *Cluster) resource(gvk k8sschema.GroupVersionKind, namespace string) (dynamic.ResourceInterface, error) {
+// refreshingMapper is the deferred discovery mapper with the Cluster's
+// cache and refresh for single-version lookups, the ones callers make.
+type refreshingMapper struct {
+	*restmapper.DeferredDiscoveryRESTMapper
+	c *Cluster
+}
+
+func (m refreshingMapper) RESTMapping(gk k8sschema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	if len(versions) == 1 && versions[0] != "" {
+		return m.c.mapping(gk.WithVersion(versions[0]))
+	}
+	mapping, err := m.DeferredDiscoveryRESTMapper.RESTMapping(gk, versions...)
+	if meta.IsNoMatchError(err) {
+		m.c.forget()
+		mapping, err = m.DeferredDiscoveryRESTMapper.RESTMapping(gk, versions...)
+	}
+	return mapping, err
+}
+
+// mapping maps gvk to its resource, refreshing discovery once when the
+// kind is not known (a CRD created since).
+func (c *Cluster) mapping(gvk k8sschema.GroupVersionKind) (*meta.RESTMapping, error) {
+	if m, ok := c.mappings.Load(gvk); ok {
+		return m.(*meta.RESTMapping), nil
+	}
 	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if meta.IsNoMatchError(err) {
-		c.mapper.Reset()
+		c.forget()
 		m, err = c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	}
+	if err != nil {
+		return nil, err
+	}
+	c.mappings.Store(gvk, m)
+	return m, nil
+}
+
+// forget drops what discovery said, so the next lookup asks again.
+func (c *Cluster) forget() {
+	c.mappings.Clear()
+	c.mapper.Reset()
+}
+
+// unserved forgets the mappings when err is the bare 404 a server answers
+// for a resource it does not serve (any more): a CRD deleted, or a version
+// dropped from it. It returns err.
+func (c *Cluster) unserved(err error) error {
+	if apierrors.IsNotFound(err) && apierrors.IsUnexpectedServerError(err) {
+		c.forget()
+	}
+	return err
+}
+
+func (c *Cluster) resource(gvk k8sschema.GroupVersionKind, namespace string) (dynamic.ResourceInterface, error) {
+	m, err := c.mapping(gvk)
 	if err != nil {
 		return nil, fmt.Errorf("mapping %s to a resource: %w", gvk, err)
 	}
@@ -120,7 +175,8 @@ func (c *Cluster) Get(ctx context.Context, ref cluster.Ref) (*unstructured.Unstr
 	if err != nil {
 		return nil, err
 	}
-	return r.Get(ctx, ref.Name, metav1.GetOptions{})
+	obj, err := r.Get(ctx, ref.Name, metav1.GetOptions{})
+	return obj, c.unserved(err)
 }
 
 // List reads the objects of a kind.
@@ -131,7 +187,7 @@ func (c *Cluster) List(ctx context.Context, gvk k8sschema.GroupVersionKind, name
 	}
 	list, err := r.List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return nil, err
+		return nil, c.unserved(err)
 	}
 	out := make([]*unstructured.Unstructured, len(list.Items))
 	for i := range list.Items {
@@ -146,7 +202,8 @@ func (c *Cluster) Create(ctx context.Context, obj *unstructured.Unstructured, op
 	if err != nil {
 		return nil, err
 	}
-	return r.Create(ctx, obj, metav1.CreateOptions{FieldManager: opts.FieldManager, DryRun: dryRun(opts.DryRun)})
+	out, err := r.Create(ctx, obj, metav1.CreateOptions{FieldManager: opts.FieldManager, DryRun: dryRun(opts.DryRun)})
+	return out, c.unserved(err)
 }
 
 // Update is a PUT.
@@ -155,7 +212,8 @@ func (c *Cluster) Update(ctx context.Context, obj *unstructured.Unstructured, op
 	if err != nil {
 		return nil, err
 	}
-	return r.Update(ctx, obj, metav1.UpdateOptions{FieldManager: opts.FieldManager, DryRun: dryRun(opts.DryRun)})
+	out, err := r.Update(ctx, obj, metav1.UpdateOptions{FieldManager: opts.FieldManager, DryRun: dryRun(opts.DryRun)})
+	return out, c.unserved(err)
 }
 
 // Apply is a server-side apply PATCH.
@@ -169,9 +227,10 @@ func (c *Cluster) Apply(ctx context.Context, obj *unstructured.Unstructured, opt
 		return nil, fmt.Errorf("encoding %s: %w", cluster.RefOf(obj), err)
 	}
 	force := opts.Force
-	return r.Patch(ctx, obj.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{
+	out, err := r.Patch(ctx, obj.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{
 		FieldManager: opts.FieldManager, Force: &force, DryRun: dryRun(opts.DryRun),
 	})
+	return out, c.unserved(err)
 }
 
 // Delete is a DELETE with background propagation, as kubectl and Flux use.
@@ -181,5 +240,5 @@ func (c *Cluster) Delete(ctx context.Context, ref cluster.Ref, opts cluster.Dele
 		return err
 	}
 	policy := metav1.DeletePropagationBackground
-	return r.Delete(ctx, ref.Name, metav1.DeleteOptions{PropagationPolicy: &policy, DryRun: dryRun(opts.DryRun)})
+	return c.unserved(r.Delete(ctx, ref.Name, metav1.DeleteOptions{PropagationPolicy: &policy, DryRun: dryRun(opts.DryRun)}))
 }
