@@ -53,9 +53,13 @@ func (p *pass) admissionDigest(ctx context.Context, a AdmissionView) (string, er
 
 // liftContests keeps the saved contests that still hold and lifts the
 // others: Git moved to another revision, or the admission configuration
-// changed. A lifted field is written again, and the loop breaker counts
-// from zero.
-func (r *Reconciler) liftContests(ctx context.Context, p *pass, saved []Contest, res *Result) error {
+// changed what it does to the field. A lifted field is written again, and
+// the loop breaker counts from zero.
+func (r *Reconciler) liftContests(ctx context.Context, p *pass, saved []Contest, objs []*desired) {
+	byRef := map[cluster.Ref]*desired{}
+	for _, d := range objs {
+		byRef[unversioned(d.ref)] = d
+	}
 	for _, c := range saved {
 		why := ""
 		switch {
@@ -68,9 +72,15 @@ func (r *Reconciler) liftContests(ctx context.Context, p *pass, saved []Contest,
 				r.log.Warn("reading the admission configuration", "error", err)
 				break
 			}
-			if d != c.Admission {
-				why = "the admission configuration changed"
+			if d == c.Admission {
+				break
 			}
+			if c.Effect != "" && r.sameEffect(ctx, c, byRef[unversioned(c.Ref)]) {
+				// Changed elsewhere: the contest holds under the new digest.
+				c.Admission = d
+				break
+			}
+			why = "the admission configuration changed"
 		}
 		if why == "" {
 			p.contested[unversioned(c.Ref)] = append(p.contested[unversioned(c.Ref)], c)
@@ -79,5 +89,19 @@ func (r *Reconciler) liftContests(ctx context.Context, p *pass, saved []Contest,
 		r.forget(c.Ref, c.Pointer)
 		r.recorder.Event(c.Ref, "Normal", "ContestLifted", fmt.Sprintf("truce writes %s again: %s", c.Pointer, why))
 	}
-	return nil
+}
+
+// sameEffect replays truce's write of d over the live object with the
+// admission configuration as it is now and reports whether it does to the
+// contested field what it did when the contest started. Not knowing (the
+// object gone from Git or the cluster, a failed read) counts as changed.
+func (r *Reconciler) sameEffect(ctx context.Context, c Contest, d *desired) bool {
+	if d == nil {
+		return false
+	}
+	live, err := r.get(ctx, d.ref)
+	if err != nil || live == nil {
+		return false
+	}
+	return r.replay(ctx, live, d.obj.DeepCopy()).effect(c.Pointer) == c.Effect
 }

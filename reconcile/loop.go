@@ -2,14 +2,18 @@ package reconcile
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"reflect"
+	"sort"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/cluster"
 	"github.com/truce-dev/truce/drift"
 	"github.com/truce-dev/truce/fix"
@@ -115,12 +119,15 @@ func (r *Reconciler) contest(ctx context.Context, p *pass, d *desired, live, pay
 	liveValue, _ := get(view(live), toks)
 	c := Contest{Ref: d.ref, Source: d.source, Pointer: ptr, Git: gitValue, Live: liveValue,
 		Changes: n, Since: since, Revision: p.revision}
-	c.Writer = r.attribute(ctx, live, payload, ptr)
+	var replayed *replay
 	if r.admission != nil {
+		replayed = r.replay(ctx, live, payload)
 		if dg, err := p.admissionDigest(ctx, r.admission); err == nil {
 			c.Admission = dg
+			c.Effect = replayed.effect(ptr)
 		}
 	}
+	c.Writer = r.attribute(live, replayed, ptr)
 	c.Fix = recommend(c, d)
 	p.addContest(c)
 	r.metrics.Contested(c)
@@ -133,8 +140,9 @@ func (r *Reconciler) contest(ctx context.Context, p *pass, d *desired, live, pay
 
 // attribute names who changed ptr: a field manager other than truce that
 // owns it now, or, when only truce owns it (the change was made inside
-// truce's own write), the admission step found by replaying the write.
-func (r *Reconciler) attribute(ctx context.Context, live, payload *unstructured.Unstructured, ptr string) Writer {
+// truce's own write), the admission step found by replaying the write
+// (nil: no admission view).
+func (r *Reconciler) attribute(live *unstructured.Unstructured, replayed *replay, ptr string) Writer {
 	var best *Writer
 	var bestTime time.Time
 	for _, mf := range drift.FieldOwners(live, ptr) {
@@ -156,25 +164,64 @@ func (r *Reconciler) attribute(ctx context.Context, live, payload *unstructured.
 	if best != nil {
 		return *best
 	}
-	if r.admission == nil {
+	if replayed == nil {
 		return Writer{Admission: "mutating admission (not replayed: no admission view configured)"}
 	}
-	_, changes, err := r.admission.Predict(ctx, live, payload, r.applyOptions(true))
-	if err != nil {
-		return Writer{Admission: "mutating admission (replay failed: " + err.Error() + ")"}
+	if replayed.err != nil {
+		return Writer{Admission: "mutating admission (replay failed: " + replayed.err.Error() + ")"}
 	}
+	names := replayed.changers(ptr)
+	if len(names) == 0 {
+		return Writer{Admission: "mutating admission not visible offline (a webhook truce cannot call, or a policy changed since)"}
+	}
+	return Writer{Admission: strings.Join(names, ", ")}
+}
+
+// replay is the offline admission chain's answer to one of truce's
+// writes.
+type replay struct {
+	stored  *unstructured.Unstructured
+	changes []admission.Change
+	err     error
+}
+
+func (r *Reconciler) replay(ctx context.Context, live, payload *unstructured.Unstructured) *replay {
+	stored, changes, err := r.admission.Predict(ctx, live, payload, r.applyOptions(true))
+	return &replay{stored: stored, changes: changes, err: err}
+}
+
+// changers names the admission steps that changed ptr (or a field above
+// or below it), defaulting and the registry's own left out.
+func (rp *replay) changers(ptr string) []string {
 	var names []string
-	for _, ch := range changes {
+	for _, ch := range rp.changes {
 		if (under(ptr, ch.Path) || under(ch.Path, ptr)) && !strings.HasPrefix(ch.By, "defaulting") && ch.By != "registry" {
 			if !contains(names, ch.By) {
 				names = append(names, ch.By)
 			}
 		}
 	}
-	if len(names) == 0 {
-		return Writer{Admission: "mutating admission not visible offline (a webhook truce cannot call, or a policy changed since)"}
+	sort.Strings(names)
+	return names
+}
+
+// effect digests what the replay did to ptr: the value stored and who
+// changed it; "" when the replay failed (any change then lifts).
+func (rp *replay) effect(ptr string) string {
+	if rp == nil || rp.err != nil || rp.stored == nil {
+		return ""
 	}
-	return Writer{Admission: strings.Join(names, ", ")}
+	v, ok := get(view(rp.stored), parse(ptr))
+	b, err := jsonMarshal(struct {
+		Value   any      `json:"value"`
+		Present bool     `json:"present"`
+		By      []string `json:"by"`
+	}{v, ok, rp.changers(ptr)})
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
 }
 
 func contains(list []string, s string) bool {

@@ -69,8 +69,33 @@ func TestImageMirrorLoopIsBrokenAndTheMAPNamed(t *testing.T) {
 			t.Fatalf("after the contest: writes %d contested %d %+v", res.Writes, len(res.Contested), res.Objects)
 		}
 	}
-	// The admission configuration changes (the policy goes): the contest
-	// is lifted and truce writes Git's image again.
+	// The admission configuration changes where it does not touch the
+	// image (a policy for ConfigMaps): the contest holds.
+	vap := decode(t, `
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: cm-keys.example.com}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [configmaps]}
+  validations:
+  - expression: "size(object.data) < 100"
+`)[0].Object
+	_, err := c.Create(ctx, vap, cluster.WriteOptions{FieldManager: "kubectl-client-side-apply"})
+	must(t, err)
+	for i := 0; i < 2; i++ {
+		res = runPass(t, r)
+		if res.Writes != 0 || len(res.Contested) != 1 {
+			t.Fatalf("after an unrelated policy: writes %d, contested %+v", res.Writes, res.Contested)
+		}
+	}
+	if res.Contested[0].Admission == con.Admission || res.Contested[0].Effect != con.Effect {
+		t.Fatalf("the contest should hold under the new digest with the same effect: before %+v after %+v", con, res.Contested[0])
+	}
+	// The admission configuration changes the image no more (the policy
+	// goes): the contest is lifted and truce writes Git's image again.
 	must(t, c.Delete(ctx, cluster.Ref{GroupVersionKind: mapBindingGVK, Name: "image-mirror-binding.example.com"}, cluster.DeleteOptions{}))
 	res = runPass(t, r)
 	if len(res.Contested) != 0 || res.Writes != 1 {

@@ -156,9 +156,7 @@ func (r *Reconciler) reconcile(ctx context.Context) (*Result, error) {
 	}
 	res := &Result{Revision: snap.Revision, DryRun: r.opts.DryRun}
 	p := &pass{revision: snap.Revision, contested: map[cluster.Ref][]Contest{}}
-	if err := r.liftContests(ctx, p, state.Contested, res); err != nil {
-		return nil, err
-	}
+	r.liftContests(ctx, p, state.Contested, objs)
 
 	if err := r.rememberBeforeWriting(ctx, state.Inventory, objs); err != nil {
 		return nil, err

@@ -92,10 +92,17 @@ type Contest struct {
 	// Fix is the recommended fix, in truce check's terms.
 	Fix Fix `json:"fix"`
 	// Revision and Admission are the Git revision and the digest of the
-	// admission configuration when the contest started: a change of either
-	// lifts it.
+	// admission configuration when the contest started: another revision
+	// lifts it; another configuration lifts it when it changes Effect.
 	Revision  string `json:"revision"`
 	Admission string `json:"admission,omitempty"`
+	// Effect digests what replaying the admission configuration over
+	// truce's write does to the field (the value stored and the steps that
+	// changed it). When the configuration changes, the contest is lifted
+	// only if its effect on the field changed too: rotating a webhook's CA
+	// or adding a policy for other kinds leaves it in force. Empty: any
+	// configuration change lifts it.
+	Effect string `json:"effect,omitempty"`
 }
 
 // Fix is a recommended change, one of truce fix's kinds.

@@ -233,7 +233,7 @@ func (st *Status) State() (*reconcile.State, error) {
 			Writer: reconcile.Writer{Manager: c.Writer.Manager, Operation: c.Writer.Operation, Admission: c.Writer.Admission},
 			Git:    c.Git, Live: c.Live, Changes: c.Changes, Since: c.Since.Time,
 			Fix:      reconcile.Fix{Kind: c.Fix.Kind, Description: c.Fix.Description},
-			Revision: c.Revision, Admission: c.Admission,
+			Revision: c.Revision, Admission: c.Admission, Effect: c.Effect,
 		})
 	}
 	return state, nil
@@ -267,7 +267,7 @@ func NewStatus(st *reconcile.Status, prev *Status, generation int64) *Status {
 			Writer: Writer{Manager: c.Writer.Manager, Operation: c.Writer.Operation, Admission: c.Writer.Admission},
 			Git:    c.Git, Live: c.Live, Changes: c.Changes, Since: metav1.NewTime(c.Since),
 			Fix:      Fix{Kind: c.Fix.Kind, Description: c.Fix.Description},
-			Revision: c.Revision, Admission: c.Admission,
+			Revision: c.Revision, Admission: c.Admission, Effect: c.Effect,
 		})
 	}
 	for _, c := range Conditions(st) {

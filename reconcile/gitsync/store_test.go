@@ -145,7 +145,7 @@ func testSpec() Spec {
 func contest(ref cluster.Ref, ptr string, w reconcile.Writer, git, live any) reconcile.Contest {
 	return reconcile.Contest{Ref: ref, Source: "shop@0123456:web.yaml:1", Pointer: ptr, Writer: w, Git: git, Live: live,
 		Changes: 3, Since: since, Fix: reconcile.Fix{Kind: "ignore-rule", Description: "ignore " + ptr},
-		Revision: "main@sha1:1", Admission: "abc"}
+		Revision: "main@sha1:1", Admission: "abc", Effect: "e1"}
 }
 
 func TestStateRoundTrip(t *testing.T) {

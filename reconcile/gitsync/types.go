@@ -189,6 +189,7 @@ type ContestedField struct {
 	Fix       Fix         `json:"fix"`
 	Revision  string      `json:"revision,omitempty"`
 	Admission string      `json:"admission,omitempty"`
+	Effect    string      `json:"effect,omitempty"`
 }
 
 // Writer is the other side of a contested field.
