@@ -8,28 +8,7 @@ import (
 )
 
 // get returns the value at toks in doc.
-func get(doc any, toks []string) (any, bool) {
-	cur := doc
-	for _, t := range toks {
-		switch c := cur.(type) {
-		case map[string]any:
-			v, ok := c[t]
-			if !ok {
-				return nil, false
-			}
-			cur = v
-		case []any:
-			i, err := strconv.Atoi(t)
-			if err != nil || i < 0 || i >= len(c) {
-				return nil, false
-			}
-			cur = c[i]
-		default:
-			return nil, false
-		}
-	}
-	return cur, true
-}
+func get(doc any, toks []string) (any, bool) { return ignore.ValueAt(doc, toks) }
 
 // remove deletes the field at toks from doc; a missing field is no error.
 // Removing a list item shifts the following ones.
@@ -66,41 +45,7 @@ func remove(doc map[string]any, toks []string) {
 
 // set writes value at toks, creating maps on the way; it gives up (false)
 // when a list index is out of range or a step is not a container.
-func set(doc map[string]any, toks []string, value any) bool {
-	if len(toks) == 0 || doc == nil {
-		return false
-	}
-	var cur any = doc
-	for i, t := range toks {
-		lastStep := i == len(toks)-1
-		switch c := cur.(type) {
-		case map[string]any:
-			if lastStep {
-				c[t] = value
-				return true
-			}
-			next, ok := c[t]
-			if !ok || next == nil {
-				next = map[string]any{}
-				c[t] = next
-			}
-			cur = next
-		case []any:
-			j, err := strconv.Atoi(t)
-			if err != nil || j < 0 || j >= len(c) {
-				return false
-			}
-			if lastStep {
-				c[j] = value
-				return true
-			}
-			cur = c[j]
-		default:
-			return false
-		}
-	}
-	return false
-}
+func set(doc map[string]any, toks []string, value any) bool { return ignore.SetAt(doc, toks, value) }
 
 // counterpart maps a pointer into live to the same field in payload: list
 // items are matched by their "name" (the merge key of most keyed lists:
