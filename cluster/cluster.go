@@ -6,6 +6,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -47,6 +48,33 @@ type Ref struct {
 	schema.GroupVersionKind
 	Namespace string
 	Name      string
+}
+
+// refJSON is how a Ref reads in JSON output: as in an object reference.
+type refJSON struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+}
+
+// MarshalJSON writes r as {apiVersion, kind, namespace, name}.
+func (r Ref) MarshalJSON() ([]byte, error) {
+	return json.Marshal(refJSON{APIVersion: r.GroupVersion().String(), Kind: r.Kind, Namespace: r.Namespace, Name: r.Name})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (r *Ref) UnmarshalJSON(b []byte) error {
+	var j refJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	gv, err := schema.ParseGroupVersion(j.APIVersion)
+	if err != nil {
+		return fmt.Errorf("object reference: %w", err)
+	}
+	*r = Ref{GroupVersionKind: gv.WithKind(j.Kind), Namespace: j.Namespace, Name: j.Name}
+	return nil
 }
 
 // RefOf returns the reference of obj.
