@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -16,12 +17,18 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/memory"
 )
 
 // ErrGitRef classifies an *Error about a ref that does not exist in a
 // repository or does not lead to a commit.
 var ErrGitRef = errors.New("git ref not found")
+
+// ErrGitUnadvertised classifies the *Error of ResolveGit for a commit SHA
+// that no branch or tag of a remote repository points at: servers do not
+// list such commits, so only fetching would tell which one the SHA names.
+var ErrGitUnadvertised = errors.New("git commit not advertised")
 
 // GitSource names manifests in a Git repository.
 type GitSource struct {
@@ -36,6 +43,11 @@ type GitSource struct {
 	// Path is a slash-separated sub-path inside the repository, a
 	// directory or a file; empty means the repository root.
 	Path string
+	// Auth authenticates to a remote URL, in the ls-remote and the clone;
+	// nil is anonymous (or the URL's own user info). GitAuthFromDir builds
+	// it from a Flux Git secret. It is sent as given, also over plain
+	// http://, and is no part of String.
+	Auth transport.AuthMethod
 }
 
 // String formats s the way ParseGitArg reads it:
@@ -236,25 +248,18 @@ var hexRE = regexp.MustCompile(`^[0-9a-fA-F]{4,64}$`)
 // Any other commit needs the full history, since servers need not serve
 // unadvertised commits to shallow fetches.
 func cloneRepository(ctx context.Context, src GitSource) (*git.Repository, error) {
-	fail := func(err error) error {
-		if ctx.Err() != nil {
-			return newError(Source{File: src.URL}, fmt.Errorf("%w: %w", ctx.Err(), err), "cloning stopped: "+ctx.Err().Error())
-		}
-		return newError(Source{File: src.URL}, err, "cannot clone Git repository: "+err.Error())
-	}
-	opts := &git.CloneOptions{URL: src.URL, Depth: 1, SingleBranch: true, NoCheckout: true, Tags: git.NoTags}
+	opts := &git.CloneOptions{URL: src.URL, Auth: src.Auth, Depth: 1, SingleBranch: true, NoCheckout: true, Tags: git.NoTags}
 	if src.Ref != "" {
-		remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{src.URL}})
-		refs, err := remote.ListContext(ctx, &git.ListOptions{})
+		refs, err := listRemote(ctx, src)
 		if err != nil {
-			return nil, fail(err)
+			return nil, err
 		}
-		name, ok := pickRemoteRef(refs, src.Ref)
+		name, _, ok := refs.pick(src.Ref)
 		switch {
 		case ok:
 			opts.ReferenceName = name
 		case hexRE.MatchString(src.Ref):
-			opts = &git.CloneOptions{URL: src.URL, NoCheckout: true, Tags: git.AllTags}
+			opts = &git.CloneOptions{URL: src.URL, Auth: src.Auth, NoCheckout: true, Tags: git.AllTags}
 		default:
 			return nil, newError(Source{File: src.URL}, ErrGitRef, fmt.Sprintf(
 				"ref %q not found: the repository has no such branch or tag", src.Ref))
@@ -262,34 +267,174 @@ func cloneRepository(ctx context.Context, src GitSource) (*git.Repository, error
 	}
 	repo, err := git.CloneContext(ctx, memory.NewStorage(), nil, opts)
 	if err != nil {
-		return nil, fail(err)
+		return nil, remoteError(ctx, src, "cannot clone Git repository", err)
 	}
 	return repo, nil
 }
 
-// pickRemoteRef finds the advertised ref that ref names: a branch, a tag,
-// a full ref name, or a full commit hash some ref points at.
-func pickRemoteRef(refs []*plumbing.Reference, ref string) (plumbing.ReferenceName, bool) {
-	byName := make(map[plumbing.ReferenceName]*plumbing.Reference, len(refs))
-	for _, r := range refs {
-		byName[r.Name()] = r
+// remoteError is the *Error of a failed ls-remote or clone: stopped by
+// ctx, or refused, with a hint about credentials.
+func remoteError(ctx context.Context, src GitSource, doing string, err error) error {
+	if ctx.Err() != nil {
+		return newError(Source{File: src.URL}, fmt.Errorf("%w: %w", ctx.Err(), err), doing+": stopped: "+ctx.Err().Error())
 	}
+	// Servers' 401 bodies, which go-git quotes, end in newlines.
+	msg := doing + ": " + strings.TrimSpace(err.Error())
+	switch {
+	case src.Auth == nil && (errors.Is(err, transport.ErrAuthenticationRequired) || errors.Is(err, transport.ErrAuthorizationFailed)):
+		msg += " (no credentials were given)"
+	case src.Auth != nil && errors.Is(err, transport.ErrAuthenticationRequired):
+		msg += " (the credentials were refused)"
+	case src.Auth != nil && errors.Is(err, transport.ErrAuthorizationFailed):
+		msg += " (the credentials do not grant read access)"
+	}
+	return newError(Source{File: src.URL}, err, msg)
+}
+
+// listRemote asks a remote repository for its refs (git ls-remote),
+// annotated tags peeled.
+func listRemote(ctx context.Context, src GitSource) (remoteRefs, error) {
+	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{src.URL}})
+	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: src.Auth, PeelingOption: git.AppendPeeled})
+	if err != nil {
+		return remoteRefs{}, remoteError(ctx, src, "cannot list the refs of Git repository", err)
+	}
+	out := remoteRefs{
+		byName: make(map[plumbing.ReferenceName]*plumbing.Reference, len(refs)),
+		peeled: make(map[plumbing.ReferenceName]plumbing.Hash),
+	}
+	for _, r := range refs {
+		if name, ok := strings.CutSuffix(r.Name().String(), "^{}"); ok {
+			out.peeled[plumbing.ReferenceName(name)] = r.Hash()
+		} else {
+			out.byName[r.Name()] = r
+		}
+	}
+	return out, nil
+}
+
+// remoteRefs is what a remote repository advertises.
+type remoteRefs struct {
+	byName map[plumbing.ReferenceName]*plumbing.Reference
+	// peeled holds the commit each annotated tag tags.
+	peeled map[plumbing.ReferenceName]plumbing.Hash
+}
+
+// commit is the commit (or, for a ref to something else, the object) the
+// ref name leads to.
+func (r remoteRefs) commit(name plumbing.ReferenceName) (plumbing.Hash, bool) {
+	for range 10 {
+		ref, ok := r.byName[name]
+		switch {
+		case !ok:
+			return plumbing.ZeroHash, false
+		case ref.Type() == plumbing.SymbolicReference:
+			name = ref.Target()
+			continue
+		}
+		if h, ok := r.peeled[name]; ok {
+			return h, true
+		}
+		return ref.Hash(), true
+	}
+	return plumbing.ZeroHash, false
+}
+
+// pick finds the advertised ref that ref names: a branch, a tag, a full
+// ref name, or a full commit hash some branch or tag leads to (byCommit).
+func (r remoteRefs) pick(ref string) (name plumbing.ReferenceName, byCommit, ok bool) {
 	for _, n := range []plumbing.ReferenceName{
 		plumbing.NewBranchReferenceName(ref), plumbing.NewTagReferenceName(ref), plumbing.ReferenceName(ref),
 	} {
-		if r, ok := byName[n]; ok && n != plumbing.HEAD && (r.Type() == plumbing.HashReference || r.Type() == plumbing.SymbolicReference) {
-			return n, true
+		if rr, ok := r.byName[n]; ok && n != plumbing.HEAD && (rr.Type() == plumbing.HashReference || rr.Type() == plumbing.SymbolicReference) {
+			return n, false, true
 		}
 	}
 	if len(ref) == 40 || len(ref) == 64 {
-		for _, r := range refs {
-			if r.Type() == plumbing.HashReference && r.Hash().String() == strings.ToLower(ref) &&
-				(r.Name().IsBranch() || r.Name().IsTag()) {
-				return r.Name(), true
+		want := strings.ToLower(ref)
+		// Sorted, so that the same listing always gives the same answer.
+		names := make([]plumbing.ReferenceName, 0, len(r.byName))
+		for n := range r.byName {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		for _, n := range names {
+			if !n.IsBranch() && !n.IsTag() {
+				continue
+			}
+			// An annotated tag matches by its commit and by itself.
+			if h, ok := r.commit(n); ok && (h.String() == want || r.byName[n].Hash().String() == want) {
+				return n, true, true
 			}
 		}
 	}
-	return "", false
+	return "", false, false
+}
+
+// ResolveGit finds the commit src names without loading anything: a
+// local repository's refs are read in place, a remote one is asked with
+// one ls-remote (with src.Auth) and nothing is fetched. The revision is
+// the one LoadGit would return for src at that moment, so that a caller
+// holding what LoadGit returned for that revision (with the same Path and
+// Options) can skip loading it again: kustomizations may not refer to
+// anything outside the repository, so nothing else changes the objects.
+//
+// A remote commit SHA that no branch or tag leads to cannot be resolved
+// without fetching: the error then matches ErrGitUnadvertised. Other
+// errors are as LoadGit's: a missing ref matches ErrGitRef.
+func ResolveGit(ctx context.Context, src GitSource) (*GitRevision, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, newError(Source{File: src.URL}, err, "resolving stopped: "+err.Error())
+	}
+	if src.URL == "" || !isRemoteURL(src.URL) {
+		repo, _, _, err := openRepository(ctx, src)
+		if err != nil {
+			return nil, err
+		}
+		_, rev, err := resolveRef(repo, src)
+		return rev, err
+	}
+	refs, err := listRemote(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	var name plumbing.ReferenceName
+	if src.Ref == "" {
+		head, ok := refs.byName[plumbing.HEAD]
+		if !ok {
+			return nil, newError(Source{File: src.URL}, ErrGitRef, "cannot resolve HEAD: the repository advertises none")
+		}
+		name = plumbing.HEAD
+		if head.Type() == plumbing.SymbolicReference {
+			name = head.Target()
+		}
+	} else {
+		n, byCommit, ok := refs.pick(src.Ref)
+		switch {
+		case ok:
+			name = n
+			if byCommit {
+				// LoadGit names no ref when a commit was asked for.
+				h, _ := refs.commit(n)
+				return &GitRevision{Commit: h.String()}, nil
+			}
+		case hexRE.MatchString(src.Ref):
+			return nil, newError(Source{File: src.URL}, ErrGitUnadvertised, fmt.Sprintf(
+				"ref %q is no branch or tag, and no branch or tag leads to a commit of that SHA: only a clone can resolve it", src.Ref))
+		default:
+			return nil, newError(Source{File: src.URL}, ErrGitRef, fmt.Sprintf(
+				"ref %q not found: the repository has no such branch or tag", src.Ref))
+		}
+	}
+	h, ok := refs.commit(name)
+	if !ok {
+		return nil, newError(Source{File: src.URL}, ErrGitRef, fmt.Sprintf("ref %q not found: %s leads nowhere", src.Ref, name))
+	}
+	rev := &GitRevision{Ref: name.String(), Commit: h.String()}
+	if name == plumbing.HEAD {
+		rev.Ref = ""
+	}
+	return rev, nil
 }
 
 // resolveRef finds the commit src.Ref names in repo. Branches win over

@@ -463,3 +463,47 @@ func FuzzParseGitArg(f *testing.F) {
 		}
 	})
 }
+
+// ResolveGit names the revision LoadGit then loads, locally and remotely,
+// without loading.
+func TestResolveGit(t *testing.T) {
+	r := newTestRepo(t)
+	u := fileURL(t, r.dir)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, ref := range []string{"", "feature", "v1", "v1-light", "refs/heads/release", r.third, strings.ToUpper(r.first), r.first[:8]} {
+		for _, url := range []string{r.dir, u} {
+			src := GitSource{URL: url, Ref: ref, Path: "deploy"}
+			t.Run(url+"?ref="+ref, func(t *testing.T) {
+				got, err := ResolveGit(ctx, src)
+				if url == u && ref == r.first[:8] {
+					// Not advertised: only a clone can tell.
+					checkErrors(t, err, ErrGitUnadvertised, u+`: ref "`+ref+`" is no branch or tag`)
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, want, err := LoadGit(ctx, src, Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if *got != *want {
+					t.Errorf("ResolveGit = %+v, LoadGit's revision %+v", got, want)
+				}
+			})
+		}
+	}
+
+	_, err := ResolveGit(ctx, GitSource{URL: u, Ref: "nope"})
+	checkErrors(t, err, ErrGitRef, u+`: ref "nope" not found`)
+	_, err = ResolveGit(ctx, GitSource{URL: r.dir, Ref: "nope"})
+	checkErrors(t, err, ErrGitRef, r.dir+`: ref "nope" not found`)
+	_, err = ResolveGit(ctx, GitSource{URL: fileURL(t, t.TempDir()), Ref: "main"})
+	checkErrors(t, err, nil, "cannot list the refs of Git repository")
+	cancelled, cancelNow := context.WithCancel(context.Background())
+	cancelNow()
+	if _, err := ResolveGit(cancelled, GitSource{URL: u}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: err = %v", err)
+	}
+}

@@ -1,8 +1,14 @@
 package reconcile
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/go-git/go-git/v5/plumbing/transport"
 
 	"github.com/truce-dev/truce/manifest"
 )
@@ -24,21 +30,98 @@ type Source interface {
 
 // GitSource reads a Git repository (a local path or a URL; a branch, tag
 // or commit; a sub-path), rendered as plain YAML or kustomize.
+//
+// It remembers the last revision it loaded: when the ref still names the
+// same commit — one ls-remote for a URL, asking the refs for a local
+// repository — Fetch returns those objects again instead of cloning and
+// rendering anew, as Flux's source-controller skips a revision it already
+// has. A commit SHA that no branch or tag leads to is not resolved; the
+// objects of that commit are reused as they are. Use one GitSource, by
+// pointer, for the life of a sync; a change of Git loads anew, Options
+// are not compared.
 type GitSource struct {
 	Git     manifest.GitSource
 	Options manifest.Options
+	// Auth, when set, gives the credentials before every fetch, in place
+	// of Git.Auth, so that a secret rotated on disk is used without a
+	// restart.
+	Auth func() (transport.AuthMethod, error)
+
+	// load is manifest.LoadGit when nil; tests count the loads.
+	load func(context.Context, manifest.GitSource, manifest.Options) ([]manifest.Object, *manifest.GitRevision, error)
+
+	mu   sync.Mutex
+	last *gitSnapshot // nil until a load succeeded
 }
 
-// Fetch implements Source.
-func (s GitSource) Fetch(ctx context.Context) (*Snapshot, error) {
-	objs, rev, err := manifest.LoadGit(ctx, s.Git, s.Options)
+// gitSnapshot is what a GitSource loaded last, kept from its callers.
+type gitSnapshot struct {
+	source string // Git.String() when loaded: the revision leaves out the path
+	rev    manifest.GitRevision
+	objs   []manifest.Object
+}
+
+// Fetch implements Source. The objects are the caller's to change: those
+// of a reused revision are copies.
+func (s *GitSource) Fetch(ctx context.Context) (*Snapshot, error) {
+	src := s.Git
+	if s.Auth != nil {
+		auth, err := s.Auth()
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", s.Git, err)
+		}
+		src.Auth = auth
+	}
+	s.mu.Lock()
+	last := s.last
+	s.mu.Unlock()
+	if last != nil && last.source == s.Git.String() {
+		same, err := unchangedGit(ctx, src, last.rev)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", s.Git, err)
+		}
+		if same {
+			return &Snapshot{Revision: last.rev.String(), Objects: copyObjects(last.objs)}, nil
+		}
+	}
+	load := s.load
+	if load == nil {
+		load = manifest.LoadGit
+	}
+	objs, rev, err := load(ctx, src, s.Options)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", s.Git, err)
 	}
+	s.mu.Lock()
+	s.last = &gitSnapshot{source: s.Git.String(), rev: *rev, objs: copyObjects(objs)}
+	s.mu.Unlock()
 	return &Snapshot{Revision: rev.String(), Objects: objs}, nil
 }
 
-func (s GitSource) String() string { return s.Git.String() }
+// unchangedGit reports whether src still names the revision last.
+func unchangedGit(ctx context.Context, src manifest.GitSource, last manifest.GitRevision) (bool, error) {
+	rev, err := manifest.ResolveGit(ctx, src)
+	switch {
+	case err == nil:
+		return *rev == last, nil
+	case errors.Is(err, manifest.ErrGitUnadvertised):
+		// Only a clone could check that the server still has the
+		// commit, but what a commit holds never changes.
+		return last.Ref == "" && strings.HasPrefix(last.Commit, strings.ToLower(src.Ref)), nil
+	}
+	return false, err
+}
+
+// copyObjects deep-copies objs.
+func copyObjects(objs []manifest.Object) []manifest.Object {
+	out := make([]manifest.Object, len(objs))
+	for i, o := range objs {
+		out[i] = manifest.Object{Source: o.Source, Object: o.Object.DeepCopy(), Raw: bytes.Clone(o.Raw)}
+	}
+	return out
+}
+
+func (s *GitSource) String() string { return s.Git.String() }
 
 // PathSource reads files and directories (kustomizations rendered), for
 // rehearsals of a work tree that is not committed. Its revision is a

@@ -29,8 +29,9 @@
 //
 // Cases that change the cluster's admission configuration (policies,
 // bindings) do not run in parallel with each other: the reconciler's
-// admission view digests the whole cluster's configuration, so one case's
-// policy would lift another case's contest. Every case works in its own
+// admission view digests the whole cluster's configuration and replays a
+// contested write when it changes, so another case's policy would be in
+// that case's replay. Every case works in its own
 // namespace(s) with its own names, so the suite can run with -count=N.
 package sync
 

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
@@ -56,6 +57,8 @@ type syncOptions struct {
 	healthAddr, metricsAddr string
 	output                  string
 	timeout, shutdownGrace  time.Duration
+	gitSecret               string
+	gitInsecureHTTP         bool
 
 	// mem, when set, is the in-process cluster to rehearse against
 	// instead of one built from -c (tests run passes on one cluster).
@@ -83,9 +86,21 @@ to write back again and again is contested (truce stops writing it, names the
 other writer and the fix), and prune deletes only what truce applied and left
 Git.
 
-SOURCE is a Git URL (https://, ssh://, git@host:path, file://) with an optional
-//sub/path and ?ref=branch-tag-or-commit, or the path of a local repository
-(its commits are read, not the work tree).
+SOURCE is a Git URL (https://, ssh://, git@host:path, file://, http://) with an
+optional //sub/path and ?ref=branch-tag-or-commit, or the path of a local
+repository (its commits are read, not the work tree).
+
+A private repository's credentials come from --git-secret DIR, a directory laid
+out like a Flux GitRepository's secret mounted as a volume: for https:// URLs
+the files username and password (HTTP basic authentication; a token goes in
+password) or bearerToken; for SSH URLs identity (a PEM private key), password
+(its passphrase, if any) and known_hosts, which is required. The files are read
+again before every pass, so a rotated secret is picked up without a restart.
+Credentials are not sent over plain http:// without --git-insecure-http.
+
+Before cloning, each pass asks the remote which commit the ref names (one
+ls-remote); when it is the commit of the last pass, the objects read then are
+used again and nothing is cloned.
 
 With --once it runs one pass and prints what it did per object. Otherwise it
 runs a pass every --interval, sooner after a pass that wrote or failed
@@ -108,7 +123,10 @@ contested, 2 error.`,
   truce sync 'https://github.com/org/fleet//apps/shop?ref=main' --once --dry-run --kubeconfig ~/.kube/config
 
   # The controller, as deploy/sync runs it
-  truce sync https://github.com/org/fleet//apps/shop --in-cluster --interval 1m --prune --name shop`,
+  truce sync https://github.com/org/fleet//apps/shop --in-cluster --interval 1m --prune --name shop
+
+  # A private repository over SSH, with a Flux Git secret mounted at /etc/git
+  truce sync 'ssh://git@github.com/org/fleet//apps/shop?ref=main' --git-secret /etc/git --in-cluster --prune --name shop`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runSync(cmd.Context(), cmd, o, args[0])
@@ -147,6 +165,8 @@ contested, 2 error.`,
 	f.StringVarP(&o.output, "output", "o", "text", "output of --once: text or json")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "bound of one pass; 0 for none")
 	f.DurationVar(&o.shutdownGrace, "shutdown-grace", 30*time.Second, "on SIGTERM, how long the pass in progress may take to finish before it is cancelled")
+	f.StringVar(&o.gitSecret, "git-secret", "", "a directory holding SOURCE's credentials as a mounted Flux Git secret: username and password, or bearerToken (https://); identity, known_hosts and password, the key's passphrase (SSH); read before every pass")
+	f.BoolVar(&o.gitInsecureHTTP, "git-insecure-http", false, "send --git-secret's credentials to a plain http:// SOURCE, in clear text")
 	return cmd
 }
 
@@ -250,6 +270,10 @@ func (o *syncOptions) setup(ctx context.Context, cmd *cobra.Command, arg string)
 	if err != nil {
 		return nil, err
 	}
+	gitAuth, err := o.gitCredentials(src)
+	if err != nil {
+		return nil, err
+	}
 	rules, err := loadIgnoreRules(ctx, o.ignoreFiles)
 	if err != nil {
 		return nil, err
@@ -349,7 +373,7 @@ func (o *syncOptions) setup(ctx context.Context, cmd *cobra.Command, arg string)
 			return s, err
 		}
 	}
-	git := reconcile.GitSource{Git: src, Options: manifest.DefaultOptions()}
+	git := &reconcile.GitSource{Git: src, Options: manifest.DefaultOptions(), Auth: gitAuth}
 	if s.reconciler, err = reconcile.New(s.cluster, git, s.store, opts, with...); err != nil {
 		return s, err
 	}
@@ -401,14 +425,61 @@ func (o *syncOptions) addMetrics(s *syncSetup, with *[]reconcile.Option) error {
 	return nil
 }
 
+// gitCredentials checks --git-secret and --git-insecure-http and returns
+// what reads the credentials before every pass (nil without --git-secret).
+func (o *syncOptions) gitCredentials(src manifest.GitSource) (func() (transport.AuthMethod, error), error) {
+	if o.gitSecret == "" {
+		if o.gitInsecureHTTP {
+			return nil, errors.New("--git-insecure-http lets the credentials of --git-secret go over plain http://: it needs --git-secret")
+		}
+		return nil, nil
+	}
+	dir, opts := o.gitSecret, manifest.GitAuthOptions{InsecureHTTP: o.gitInsecureHTTP}
+	read := func() (transport.AuthMethod, error) {
+		auth, err := manifest.GitAuthFromDir(dir, src.URL, opts)
+		if err != nil {
+			return nil, fmt.Errorf("--git-secret %s: %w", dir, err)
+		}
+		return auth, nil
+	}
+	// Read once now: a bad directory is bad input, found before anything
+	// is read or written.
+	if _, err := read(); err != nil {
+		if errors.Is(err, manifest.ErrGitInsecure) && isPlainHTTP(src.URL) {
+			err = fmt.Errorf("%w (--git-insecure-http allows it)", err)
+		}
+		return nil, err
+	}
+	return read, nil
+}
+
+func isPlainHTTP(u string) bool { return strings.HasPrefix(strings.ToLower(u), "http://") }
+
 // parseSyncSource reads SOURCE and applies --ref and --path. A Git URL is
 // parsed by manifest.ParseGitArg; a local repository may use the same
 // //path and ?ref= suffixes.
 func parseSyncSource(arg, ref, path string) (manifest.GitSource, error) {
 	src, remote := manifest.ParseGitArg(arg)
+	if !remote && isPlainHTTP(arg) {
+		// ParseGitArg leaves plain http:// out (truce check never reads
+		// it); a sync reads it as Flux does, spelled like https://.
+		if s, ok := manifest.ParseGitArg("https://" + arg[len("http://"):]); ok {
+			s.URL = "http://" + s.URL[len("https://"):]
+			src, remote = s, true
+		}
+	}
+	if remote {
+		if u, err := url.Parse(src.URL); err == nil && u.User != nil {
+			if _, ok := u.User.Password(); ok {
+				// Not quoted back: the message would print the password.
+				return manifest.GitSource{}, errors.New("SOURCE has a password in its URL, which would show in logs, Events and the GitSync status: " +
+					"put it in --git-secret DIR (files username and password) instead")
+			}
+		}
+	}
 	if !remote {
 		if strings.Contains(arg, "://") || strings.HasPrefix(arg, "git@") {
-			return src, fmt.Errorf("SOURCE %q is not a Git URL truce can read: want URL[//path][?ref=REF] (https://, ssh://, git@host:path, file://) or a local repository", arg)
+			return src, fmt.Errorf("SOURCE %q is not a Git URL truce can read: want URL[//path][?ref=REF] (https://, ssh://, git@host:path, file://, http://) or a local repository", arg)
 		}
 		var err error
 		if src, err = parseLocalSource(arg); err != nil {
@@ -567,7 +638,7 @@ func (o *syncOptions) runController(ctx context.Context, s *syncSetup) error {
 	if s.gitsync != nil {
 		store = s.gitsync.String()
 	}
-	s.logger.Info("syncing", "source", s.source.String(), "interval", o.interval.String(), "prune", o.prune,
+	s.logger.Info("syncing", "source", s.source.String(), "gitSecret", o.gitSecret, "interval", o.interval.String(), "prune", o.prune,
 		"dryRun", o.dryRun, "drift", o.drift, "status", store, "inProcessCluster", s.config == nil)
 	return controller.Run(ctx, loop, controller.RunOptions{
 		Config:         s.config,

@@ -7,9 +7,14 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +28,7 @@ import (
 	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/cluster"
 	"github.com/truce-dev/truce/cluster/memory"
+	"github.com/truce-dev/truce/manifest"
 )
 
 const syncApp = `apiVersion: v1
@@ -344,6 +350,12 @@ spec:
 `)
 	broken := write("broken.yaml", "apiVersion: v1\nkind: [\n")
 	notGit := t.TempDir()
+	secret := t.TempDir()
+	for name, content := range map[string]string{"username": "git", "password": "s3cret"} {
+		if err := os.WriteFile(filepath.Join(secret, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, tt := range []struct {
 		name string
 		args []string
@@ -371,6 +383,11 @@ spec:
 		{"an unparsable ignore file", []string{repo, "--once", "--ignore", broken}, "--ignore " + broken + ": " + broken},
 		{"an unparsable admission file", []string{repo, "--once", "--drift", "offline", "--admission", broken}, "--admission: " + broken},
 		{"a bad backoff", []string{repo, "--once", "--backoff-factor", "0.5"}, "backoff: need initial > 0, factor >= 1"},
+		{"a missing secret directory", []string{"https://github.com/org/fleet", "--once", "--git-secret", filepath.Join(dir, "nope")}, "--git-secret " + filepath.Join(dir, "nope") + ": reading the Git credentials: stat " + filepath.Join(dir, "nope")},
+		{"a secret for a local repository", []string{repo, "--once", "--git-secret", secret}, "--git-secret " + secret + ": credentials are for https://, http:// and SSH URLs; " + repo + " is read without them"},
+		{"credentials over plain http", []string{"http://git.internal/org/fleet", "--once", "--git-secret", secret}, "over plain http://: they would cross the network in clear text; use https:// (--git-insecure-http allows it)"},
+		{"insecure http without a secret", []string{"http://git.internal/org/fleet", "--once", "--git-insecure-http"}, "--git-insecure-http lets the credentials of --git-secret go over plain http://: it needs --git-secret"},
+		{"SSH without a key", []string{"git@github.com:org/fleet", "--once", "--git-secret", secret}, "--git-secret " + secret + ": " + secret + "/identity is missing or empty"},
 		{"no source", []string{"--once"}, "accepts 1 arg(s), received 0"},
 		{"an unknown flag", []string{repo, "--once", "--frobnicate"}, "unknown flag: --frobnicate"},
 	} {
@@ -400,5 +417,90 @@ func TestSyncPassErrorJSON(t *testing.T) {
 	}
 	if rep.Source != repo+"//missing" || !strings.Contains(rep.Error, `path "missing" does not exist`) || !strings.Contains(errOut, `path "missing" does not exist`) {
 		t.Errorf("report %+v, stderr %s", rep, errOut)
+	}
+}
+
+func TestParseSyncSourceHTTP(t *testing.T) {
+	for _, tt := range []struct {
+		arg  string
+		want manifest.GitSource
+	}{
+		{"http://git.internal/org/fleet", manifest.GitSource{URL: "http://git.internal/org/fleet"}},
+		{"http://git.internal:3000/org/fleet.git//apps/shop?ref=main", manifest.GitSource{URL: "http://git.internal:3000/org/fleet.git", Path: "apps/shop", Ref: "main"}},
+		{"HTTP://git.internal/org/fleet", manifest.GitSource{URL: "http://git.internal/org/fleet"}},
+	} {
+		got, err := parseSyncSource(tt.arg, "", "")
+		if err != nil || got != tt.want {
+			t.Errorf("parseSyncSource(%q) = %+v, %v; want %+v", tt.arg, got, err, tt.want)
+		}
+	}
+	if _, err := parseSyncSource("http:///org/fleet", "", ""); err == nil || !strings.Contains(err.Error(), "is not a Git URL truce can read") {
+		t.Errorf("a malformed http:// URL: err = %v", err)
+	}
+	for _, arg := range []string{"https://bob:s3cret@git.internal/org/fleet", "http://bob:s3cret@git.internal/org/fleet//apps"} {
+		if _, err := parseSyncSource(arg, "", ""); err == nil || !strings.Contains(err.Error(), "--git-secret") || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%s: a password in the URL: err = %v", arg, err)
+		}
+	}
+	// A user alone (ssh://git@…, a token user name) carries no secret.
+	if _, err := parseSyncSource("ssh://git@git.internal/org/fleet", "", ""); err != nil {
+		t.Errorf("ssh://git@: %v", err)
+	}
+}
+
+// gitHTTPBackend serves the repository at dir with git http-backend on a
+// loopback address, to requests with the basic credentials user:password;
+// it returns the repository's URL and how many requests carried them.
+func gitHTTPBackend(t *testing.T, dir, user, password string) (string, *atomic.Int32) {
+	t.Helper()
+	gitBin, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("needs git http-backend")
+	}
+	backend := &cgi.Handler{Path: gitBin, Args: []string{"http-backend"}, Env: []string{
+		"GIT_PROJECT_ROOT=" + filepath.Dir(dir), "GIT_HTTP_EXPORT_ALL=1", "HOME=" + t.TempDir(), "GIT_CONFIG_NOSYSTEM=1",
+	}}
+	authorized := new(atomic.Int32)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != user || p != password {
+			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
+			http.Error(w, "authentication required", http.StatusUnauthorized)
+			return
+		}
+		authorized.Add(1)
+		backend.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/" + filepath.Base(dir), authorized
+}
+
+// A private repository over HTTP, with the credentials of a Flux Git
+// secret's files; nothing is cloned again while the branch stays put.
+func TestSyncGitSecret(t *testing.T) {
+	repo := syncRepo(t, map[string]string{"apps/shop/app.yaml": syncApp})
+	u, authorized := gitHTTPBackend(t, repo, "git", "s3cret-token")
+	secret := t.TempDir()
+	for name, content := range map[string]string{"username": "git\n", "password": "s3cret-token\n"} {
+		if err := os.WriteFile(filepath.Join(secret, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	source := u + "//apps/shop?ref=main"
+
+	out, errOut, code := runSyncOn(t, nil, source, "--once")
+	if code != exitFailure || !strings.Contains(errOut, "authentication required (no credentials were given)") {
+		t.Errorf("no credentials: exit %d\n%s%s", code, out, errOut)
+	}
+
+	mem := newSyncCluster(t)
+	out, errOut, code = runSyncOn(t, mem, source, "--once", "--git-secret", secret, "--git-insecure-http")
+	if code != exitOK || actionsOf(out)["Deployment.apps/shop/web"] != "Created" || !strings.Contains(out, "at main@sha1:") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	if authorized.Load() == 0 {
+		t.Error("no request carried the credentials")
+	}
+	if strings.Contains(out+errOut, "s3cret-token") {
+		t.Error("the password is in the output")
 	}
 }
