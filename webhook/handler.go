@@ -36,6 +36,12 @@ type Options struct {
 	// MaxRequestBytes bounds a request body. Default 6 MiB: two objects at
 	// etcd's 1.5 MiB limit each, JSON-escaped, and the review around them.
 	MaxRequestBytes int64
+	// MaxInFlight bounds the requests read and evaluated at once; more
+	// wait for a slot until their deadline and are then answered 429, so
+	// that the API server applies the failurePolicy at once. It bounds
+	// memory (each holds up to MaxRequestBytes) and keeps CEL from
+	// queueing past every caller's timeout. Default 64.
+	MaxInFlight int
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
 	// Namespaces, when set, gives the labels of a live cluster's
@@ -46,6 +52,7 @@ type Options struct {
 const (
 	defaultRequestTimeout  = 1500 * time.Millisecond
 	defaultMaxRequestBytes = 6 << 20
+	defaultMaxInFlight     = 64
 )
 
 // Handler answers AdmissionReviews at /mutate and /validate.
@@ -54,6 +61,8 @@ type Handler struct {
 	log     *slog.Logger
 	metrics *metrics
 	mux     *http.ServeMux
+	// slots holds a token per request being served (MaxInFlight).
+	slots chan struct{}
 
 	current atomic.Pointer[policySet]
 	// reloadMu serialises reloads; lastErr is the last load error (nil
@@ -74,10 +83,14 @@ func NewHandler(ctx context.Context, opts Options) (*Handler, error) {
 	if opts.MaxRequestBytes <= 0 {
 		opts.MaxRequestBytes = defaultMaxRequestBytes
 	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = defaultMaxInFlight
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &Handler{opts: opts, log: opts.Logger, metrics: newMetrics(), mux: http.NewServeMux()}
+	h := &Handler{opts: opts, log: opts.Logger, metrics: newMetrics(), mux: http.NewServeMux(),
+		slots: make(chan struct{}, opts.MaxInFlight)}
 	h.mux.HandleFunc("/mutate", func(w http.ResponseWriter, r *http.Request) { h.serveReview(w, r, true) })
 	h.mux.HandleFunc("/validate", func(w http.ResponseWriter, r *http.Request) { h.serveReview(w, r, false) })
 	if _, err := h.Reload(ctx); err != nil {
@@ -201,6 +214,19 @@ func (h *Handler) serveReview(w http.ResponseWriter, r *http.Request, mutate boo
 		h.fail(w, name, start, "", http.StatusMethodNotAllowed, "method_not_allowed", "AdmissionReviews are POSTed")
 		return
 	}
+	// The deadline runs from arrival: time spent waiting for a slot is
+	// time the caller is waiting too.
+	ctx, cancel := context.WithTimeout(r.Context(), h.deadline(r))
+	defer cancel()
+	select {
+	case h.slots <- struct{}{}:
+		defer func() { <-h.slots }()
+	case <-ctx.Done():
+		w.Header().Set("Retry-After", "1")
+		h.fail(w, name, start, "", http.StatusTooManyRequests, "overloaded",
+			fmt.Sprintf("%d requests in flight (--max-in-flight): none finished before the deadline", h.opts.MaxInFlight))
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxRequestBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -226,8 +252,6 @@ func (h *Handler) serveReview(w http.ResponseWriter, r *http.Request, mutate boo
 		h.fail(w, name, start, string(req.Operation), http.StatusServiceUnavailable, "not_ready", "no policies in force")
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), h.deadline(r))
-	defer cancel()
 	res, err := h.evaluate(ctx, set, req, mutate)
 	if err != nil {
 		code, reason := http.StatusInternalServerError, "evaluation"

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -232,5 +233,47 @@ spec: {policyName: scale-limit, validationActions: [Deny]}
 		if out.Response.Allowed != tc.allowed {
 			t.Fatalf("replicas %d: allowed %v, want %v (%+v)", tc.replicas, out.Response.Allowed, tc.allowed, out.Response.Result)
 		}
+	}
+}
+
+// TestMaxInFlight: a request that finds every slot taken waits until its
+// deadline and is answered 429, without reading its body; a freed slot
+// serves the next one.
+func TestMaxInFlight(t *testing.T) {
+	h, err := NewHandler(context.Background(), Options{PolicyPaths: []string{"../examples/image-mirror/cluster"}, MaxInFlight: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	good := reviewFor(t, "CREATE", mustObject(t, strings.Replace(deployment, "%d", "2", 1)), "deployments")
+
+	// The first request holds the only slot while its body is still
+	// arriving.
+	pr, pw := io.Pipe()
+	first := make(chan int)
+	go func() {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/mutate", pr))
+		first <- rec.Code
+	}()
+	waitFor(t, func() bool { return len(h.slots) == 1 })
+
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/mutate?timeout=100ms", bytes.NewReader(good)))
+	if rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), "1 requests in flight") || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("with every slot taken: %d %q", rec.Code, rec.Body.String())
+	}
+
+	if _, err := pw.Write(good); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	if code := <-first; code != http.StatusOK {
+		t.Errorf("the first request: %d", code)
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/mutate", bytes.NewReader(good)))
+	if rec.Code != http.StatusOK {
+		t.Errorf("after the slot was freed: %d %q", rec.Code, rec.Body.String())
 	}
 }

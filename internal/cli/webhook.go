@@ -30,6 +30,7 @@ type webhookServeOptions struct {
 	certFile, keyFile   string
 	clientCA            string
 	requestTimeout      time.Duration
+	maxInFlight         int
 	maxRequestBytes     int64
 	reloadInterval      time.Duration
 	shutdownGrace       time.Duration
@@ -77,6 +78,7 @@ and in-flight requests finish within --shutdown-grace.`,
 	f.StringVar(&o.keyFile, "tls-key", "", "serving key (PEM), reloaded when it changes")
 	f.StringVar(&o.clientCA, "client-ca", "", "require a client certificate signed by this CA (PEM) from the API server")
 	f.DurationVar(&o.requestTimeout, "request-timeout", 1500*time.Millisecond, "answer a request that takes longer with HTTP 504 (keep it below the webhooks' timeoutSeconds)")
+	f.IntVar(&o.maxInFlight, "max-in-flight", 64, "requests read and evaluated at once; more wait for a slot until their deadline, then get HTTP 429 (the API server applies the failurePolicy)")
 	f.Int64Var(&o.maxRequestBytes, "max-request-bytes", 6<<20, "refuse request bodies larger than this with HTTP 413")
 	f.DurationVar(&o.reloadInterval, "reload-interval", 5*time.Second, "how often to check the policy files for changes; 0 disables reloading")
 	f.DurationVar(&o.shutdownDelay, "shutdown-delay", 5*time.Second, "on SIGTERM, keep serving this long with /readyz failing so endpoints drop the pod first")
@@ -107,6 +109,9 @@ func runWebhookServe(ctx context.Context, cmd *cobra.Command, o *webhookServeOpt
 	default:
 		return fmt.Errorf("--log-format %q: want json or text", o.logFormat)
 	}
+	if o.maxInFlight < 1 {
+		return fmt.Errorf("--max-in-flight %d: want at least 1", o.maxInFlight)
+	}
 	var namespaces webhook.Namespaces
 	if o.watchNamespaces {
 		rules := clientcmd.NewDefaultClientConfigLoadingRules()
@@ -127,7 +132,7 @@ func runWebhookServe(ctx context.Context, cmd *cobra.Command, o *webhookServeOpt
 	}
 	h, err := webhook.NewHandler(ctx, webhook.Options{
 		PolicyPaths: o.policies, ClusterPaths: o.cluster, Namespaces: namespaces,
-		RequestTimeout: o.requestTimeout, MaxRequestBytes: o.maxRequestBytes, Logger: logger,
+		RequestTimeout: o.requestTimeout, MaxRequestBytes: o.maxRequestBytes, MaxInFlight: o.maxInFlight, Logger: logger,
 	})
 	if err != nil {
 		return err
