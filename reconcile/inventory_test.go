@@ -183,8 +183,8 @@ func TestTransient(t *testing.T) {
 		{"canceled", context.Canceled, false},
 		{"unavailable", apierrors.NewServiceUnavailable("restarting"), true},
 		{"429", apierrors.NewTooManyRequests("slow down", 1), true},
-		{"bare 503", apierrors.NewGenericServerResponse(503, "get", gr, "w", "", 0, false), true},
-		{"bare 404: a kind not served", apierrors.NewGenericServerResponse(404, "get", gr, "w", "", 0, false), false},
+		{"bare 503", apierrors.NewGenericServerResponse(503, "get", gr, "w", "", 0, true), true},
+		{"bare 404: a kind not served", apierrors.NewGenericServerResponse(404, "get", gr, "w", "", 0, true), false},
 		{"not found", apierrors.NewNotFound(gr, "w"), false},
 		{"resourceVersion conflict", apierrors.NewConflict(gr, "w", errors.New("modified")), true},
 		{"field manager conflict", fieldConflict, false},
@@ -194,5 +194,45 @@ func TestTransient(t *testing.T) {
 		if got := transient(tc.err); got != tc.want {
 			t.Errorf("%s: transient(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
 		}
+	}
+}
+
+// nsStore is a MemoryStore kept in a namespace of the cluster, as the
+// GitSync is: saving fails with NotFound until the namespace exists.
+type nsStore struct {
+	MemoryStore
+	c     cluster.Cluster
+	ns    string
+	saves int
+}
+
+func (s *nsStore) SaveInventory(ctx context.Context, inv []cluster.Ref) error {
+	if _, err := s.c.Get(ctx, cluster.Ref{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, Name: s.ns}); err != nil {
+		return fmt.Errorf("applying the spec of GitSync %s/truce: %w", s.ns, err)
+	}
+	s.saves++
+	return s.MemoryStore.SaveInventory(ctx, inv)
+}
+
+func TestInventoryOfASyncInANamespaceItCreates(t *testing.T) {
+	c := newCluster(t, "")
+	opts := DefaultOptions()
+	opts.Namespace, opts.Prune = "shop", true
+	store := &nsStore{c: c, ns: "shop"}
+	r, err := New(c, StaticSource{Revision: "main@sha1:1", Objects: decode(t, shopNamespace+"---"+config)}, store, opts)
+	must(t, err)
+	res := runPass(t, r)
+	if !res.Synced() || res.Count(Created) != 2 || store.saves != 1 {
+		t.Fatalf("%v %v, %d early saves", actions(res), res.Errors, store.saves)
+	}
+	if inv := store.Last().State.Inventory; len(inv) != 2 {
+		t.Fatalf("inventory %v", inv)
+	}
+	// Without the namespace in Git the failure stops the pass unwritten.
+	c2 := newCluster(t, "")
+	r, err = New(c2, StaticSource{Revision: "main@sha1:1", Objects: decode(t, config)}, &nsStore{c: c2, ns: "elsewhere"}, opts)
+	must(t, err)
+	if _, err := r.Reconcile(context.Background()); err == nil || !strings.Contains(err.Error(), "recording the inventory before applying") {
+		t.Fatalf("err = %v", err)
 	}
 }

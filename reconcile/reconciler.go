@@ -158,7 +158,8 @@ func (r *Reconciler) reconcile(ctx context.Context) (*Result, error) {
 	p := &pass{revision: snap.Revision, contested: map[cluster.Ref][]Contest{}}
 	r.liftContests(ctx, p, state.Contested, objs)
 
-	if err := r.rememberBeforeWriting(ctx, state.Inventory, objs); err != nil {
+	deferred, err := r.rememberBeforeWriting(ctx, state.Inventory, objs)
+	if err != nil {
 		return nil, err
 	}
 
@@ -208,6 +209,12 @@ func (r *Reconciler) reconcile(ctx context.Context) (*Result, error) {
 			if err := waitReady(ctx, r.cluster, ready, r.opts.WaitTimeout); err != nil {
 				res.Errors = append(res.Errors, err.Error())
 				failedStage = true
+			}
+		}
+		if n == 0 && deferred != nil {
+			// The sync's own namespace exists now.
+			if err := r.store.SaveInventory(ctx, deferred); err != nil {
+				return nil, fmt.Errorf("recording the inventory before applying: %w", err)
 			}
 		}
 	}
@@ -271,9 +278,14 @@ func applyOrder(objs []*desired) []cluster.Ref {
 // create would otherwise leave an object no inventory names, never pruned
 // when it leaves Git. Objects that end up not created are harmless there
 // (prune finds them gone). Nothing is saved when every object is known.
-func (r *Reconciler) rememberBeforeWriting(ctx context.Context, inventory []cluster.Ref, objs []*desired) error {
+//
+// A sync whose state lives in a namespace the revision creates cannot
+// save before that namespace exists: the inventory is then returned, to
+// be saved once the first stage (Namespaces, CRDs) is applied; only a
+// kill during that stage can leave those objects out.
+func (r *Reconciler) rememberBeforeWriting(ctx context.Context, inventory []cluster.Ref, objs []*desired) ([]cluster.Ref, error) {
 	if r.opts.DryRun {
-		return nil
+		return nil, nil
 	}
 	known := map[cluster.Ref]bool{}
 	for _, ref := range inventory {
@@ -287,13 +299,27 @@ func (r *Reconciler) rememberBeforeWriting(ctx context.Context, inventory []clus
 		news = news || !known[k]
 	}
 	if !news {
-		return nil
+		return nil, nil
 	}
-	leftovers := r.leftGit(inventory, objs)
-	if err := r.store.SaveInventory(ctx, append(applyOrder(objs), leftovers...)); err != nil {
-		return fmt.Errorf("recording the inventory before applying: %w", err)
+	next := append(applyOrder(objs), r.leftGit(inventory, objs)...)
+	err := r.store.SaveInventory(ctx, next)
+	switch {
+	case err == nil:
+		return nil, nil
+	case apierrors.IsNotFound(err) && createsNamespace(objs, r.opts.Namespace):
+		return next, nil
 	}
-	return nil
+	return nil, fmt.Errorf("recording the inventory before applying: %w", err)
+}
+
+// createsNamespace reports whether objs hold the Namespace name.
+func createsNamespace(objs []*desired, name string) bool {
+	for _, d := range objs {
+		if d.ref.Group == "" && d.ref.Kind == "Namespace" && d.ref.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // recordCreated notes the namespaces and CRD kinds the first stage

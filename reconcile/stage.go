@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/truce-dev/truce/cluster"
@@ -61,6 +62,11 @@ func waitReady(ctx context.Context, c cluster.Cluster, refs []cluster.Ref, timeo
 			if ok, why := ready(obj); !ok {
 				last = ref.String() + ": " + why
 				still = append(still, ref)
+				continue
+			}
+			if ok, why := served(ctx, c, obj); !ok {
+				last = ref.String() + ": " + why
+				still = append(still, ref)
 			}
 		}
 		pending = still
@@ -70,6 +76,37 @@ func waitReady(ctx context.Context, c cluster.Cluster, refs []cluster.Ref, timeo
 		return fmt.Errorf("waiting for namespaces and CRDs to be ready: %s: %w", last, err)
 	}
 	return nil
+}
+
+// served reports whether the API server serves every served version of a
+// CRD: Established can read True a moment before the new resource's
+// handler answers, and a request in that moment gets the bare 404 of an
+// unknown path. A read of an arbitrary name tells: a not-found with a
+// Status (or the object) means the resource is served.
+func served(ctx context.Context, c cluster.Cluster, crd *unstructured.Unstructured) (bool, string) {
+	if crd.GetKind() != "CustomResourceDefinition" {
+		return true, ""
+	}
+	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+	kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+	scope, _, _ := unstructured.NestedString(crd.Object, "spec", "scope")
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	for _, v := range versions {
+		m, _ := v.(map[string]any)
+		name, _ := m["name"].(string)
+		if on, _ := m["served"].(bool); !on || name == "" {
+			continue
+		}
+		probe := cluster.Ref{GroupVersionKind: schema.GroupVersionKind{Group: group, Version: name, Kind: kind}, Name: "truce-readiness-probe"}
+		if scope == "Namespaced" {
+			probe.Namespace = "default"
+		}
+		_, err := c.Get(ctx, probe)
+		if err != nil && (!apierrors.IsNotFound(err) || apierrors.IsUnexpectedServerError(err)) {
+			return false, fmt.Sprintf("%s/%s not served yet: %v", group, name, err)
+		}
+	}
+	return true, ""
 }
 
 func ready(obj *unstructured.Unstructured) (bool, string) {

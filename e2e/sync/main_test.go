@@ -21,7 +21,13 @@
 //     proxy stopped): the pass reports errors, prunes nothing, keeps the
 //     inventory, and converges once the server is back.
 //   - TestKillMidSyncConverges: a sync killed mid-pass (SIGKILL of `truce
-//     sync --once`) converges on the next run.
+//     sync --once --prune --status gitsync`) converges on the next run,
+//     with nothing pruned wrongly or duplicated, and prunes by the
+//     GitSync's inventory on the run after.
+//   - TestGitSyncStatus, TestGitSyncInItsOwnNamespace: the GitSync status
+//     as kubectl shows it (revisions, counts, conditions, contested
+//     fields, inventory, printer columns) across restarts, also when the
+//     revision creates the GitSync's own namespace.
 //   - TestCRDsGoFirst, TestCRDsGoFirstNamespaceDefaulted: a CRD and its
 //     custom resources (with and without a namespace) in one revision.
 //   - TestInterruptedPassOrphans: objects created by an interrupted pass
