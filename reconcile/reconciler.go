@@ -406,11 +406,20 @@ func (r *Reconciler) namespacedKinds(objs []manifest.Object) func(schema.GroupVe
 		defined[schema.GroupKind{Group: group, Kind: kind}] = scope == string(apiextensionsv1.NamespaceScoped)
 	}
 	mapper := r.cluster.RESTMapper()
+	// Once per kind: a kind the cluster does not serve makes the mapper
+	// refresh discovery.
+	known := map[schema.GroupVersionKind]bool{}
 	return func(gvk schema.GroupVersionKind) bool {
-		if m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
-			return m.Scope.Name() == meta.RESTScopeNameNamespace
+		namespaced, ok := known[gvk]
+		if !ok {
+			if m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+				namespaced = m.Scope.Name() == meta.RESTScopeNameNamespace
+			} else {
+				namespaced = defined[gvk.GroupKind()]
+			}
+			known[gvk] = namespaced
 		}
-		return defined[gvk.GroupKind()]
+		return namespaced
 	}
 }
 
