@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/truce-dev/truce/admission"
+	"github.com/truce-dev/truce/drift/ignore"
 )
 
 // ---------------------------------------------------------------------------
@@ -247,27 +248,11 @@ func lookup(obj map[string]any, pointer string) (any, bool) {
 	if pointer == "" || pointer == "/" {
 		return obj, obj != nil
 	}
-	var cur any = obj
-	for _, tok := range strings.Split(strings.TrimPrefix(pointer, "/"), "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		switch c := cur.(type) {
-		case map[string]any:
-			v, ok := c[tok]
-			if !ok {
-				return nil, false
-			}
-			cur = v
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(c) {
-				return nil, false
-			}
-			cur = c[i]
-		default:
-			return nil, false
-		}
+	toks, err := ignore.ParsePointer(pointer)
+	if err != nil {
+		return nil, false
 	}
-	return cur, true
+	return ignore.ValueAt(obj, toks)
 }
 
 // yamlValue decodes a YAML fragment into the JSON form stored objects use.

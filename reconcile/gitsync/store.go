@@ -117,13 +117,9 @@ func (s *Store) Save(ctx context.Context, st *reconcile.Status) error {
 // SaveInventory implements reconcile.Store: the status's inventory is
 // replaced, the rest of the status kept as it is.
 func (s *Store) SaveInventory(ctx context.Context, inventory []cluster.Ref) error {
-	live, err := s.applySpec(ctx)
+	_, raw, err := s.liveStatus(ctx)
 	if err != nil {
 		return err
-	}
-	raw, _, _ := unstructured.NestedMap(live.Object, "status")
-	if raw == nil {
-		raw = map[string]any{}
 	}
 	delete(raw, "inventory")
 	if inv := inventoryOf(inventory); inv != nil {
@@ -141,13 +137,9 @@ func (s *Store) SaveInventory(ctx context.Context, inventory []cluster.Ref) erro
 // its message; the rest of the status, the inventory above all, is kept as
 // it is.
 func (s *Store) RecordFailure(ctx context.Context, failure error) error {
-	live, err := s.applySpec(ctx)
+	live, raw, err := s.liveStatus(ctx)
 	if err != nil {
 		return err
-	}
-	raw, _, _ := unstructured.NestedMap(live.Object, "status")
-	if raw == nil {
-		raw = map[string]any{}
 	}
 	var conds []metav1.Condition
 	if c, ok := raw["conditions"]; ok {
@@ -163,6 +155,21 @@ func (s *Store) RecordFailure(ctx context.Context, failure error) error {
 	raw["conditions"] = c
 	raw["observedGeneration"] = live.GetGeneration()
 	return s.applyStatus(ctx, raw)
+}
+
+// liveStatus applies the spec and returns the object and its status as
+// stored, to write back with a part changed: a status apply replaces every
+// field truce applied before, so the rest must be sent again.
+func (s *Store) liveStatus(ctx context.Context) (*unstructured.Unstructured, map[string]any, error) {
+	live, err := s.applySpec(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	raw, _, _ := unstructured.NestedMap(live.Object, "status")
+	if raw == nil {
+		raw = map[string]any{}
+	}
+	return live, raw, nil
 }
 
 // applySpec applies the spec, creating the object when it is missing, and
