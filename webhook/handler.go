@@ -40,7 +40,8 @@ type Options struct {
 	// wait for a slot until their deadline and are then answered 429, so
 	// that the API server applies the failurePolicy at once. It bounds
 	// memory (each holds up to MaxRequestBytes) and keeps CEL from
-	// queueing past every caller's timeout. Default 64.
+	// queueing past every caller's timeout. An evaluation answered 504
+	// keeps its slot until it actually ends. Default 64.
 	MaxInFlight int
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
@@ -218,9 +219,17 @@ func (h *Handler) serveReview(w http.ResponseWriter, r *http.Request, mutate boo
 	// time the caller is waiting too.
 	ctx, cancel := context.WithTimeout(r.Context(), h.deadline(r))
 	defer cancel()
+	// The slot is the evaluation's once it starts: an evaluation that
+	// outlives its deadline keeps it until it ends, so the bound is on
+	// work under way, not only on answers pending.
+	handedOver := false
 	select {
 	case h.slots <- struct{}{}:
-		defer func() { <-h.slots }()
+		defer func() {
+			if !handedOver {
+				<-h.slots
+			}
+		}()
 	case <-ctx.Done():
 		w.Header().Set("Retry-After", "1")
 		h.fail(w, name, start, "", http.StatusTooManyRequests, "overloaded",
@@ -252,7 +261,8 @@ func (h *Handler) serveReview(w http.ResponseWriter, r *http.Request, mutate boo
 		h.fail(w, name, start, string(req.Operation), http.StatusServiceUnavailable, "not_ready", "no policies in force")
 		return
 	}
-	res, err := h.evaluate(ctx, set, req, mutate)
+	handedOver = true
+	res, err := h.evaluate(ctx, set, req, mutate, func() { <-h.slots })
 	if err != nil {
 		code, reason := http.StatusInternalServerError, "evaluation"
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -318,14 +328,16 @@ func (h *Handler) acquire() *policySet {
 
 // evaluate runs the review on its own goroutine so that the answer keeps
 // the deadline even if an evaluation does not watch its context. It
-// releases set when the evaluation ends.
-func (h *Handler) evaluate(ctx context.Context, set *policySet, req admission.Review, mutate bool) (*admission.ReviewResult, error) {
+// releases set, and calls release, when the evaluation ends, also after
+// the deadline.
+func (h *Handler) evaluate(ctx context.Context, set *policySet, req admission.Review, mutate bool, release func()) (*admission.ReviewResult, error) {
 	type result struct {
 		res *admission.ReviewResult
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
+		defer release()
 		defer set.mu.RUnlock()
 		defer func() {
 			if p := recover(); p != nil {

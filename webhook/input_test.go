@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
@@ -275,5 +276,43 @@ func TestMaxInFlight(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/mutate", bytes.NewReader(good)))
 	if rec.Code != http.StatusOK {
 		t.Errorf("after the slot was freed: %d %q", rec.Code, rec.Body.String())
+	}
+}
+
+// stuckNamespaces blocks every lookup, ignoring its context, until open
+// is closed: an evaluation that outlives its deadline.
+type stuckNamespaces struct{ open chan struct{} }
+
+func (s stuckNamespaces) Namespace(context.Context, string) (*corev1.Namespace, bool) {
+	<-s.open
+	return nil, false
+}
+
+// TestTimedOutEvaluationKeepsItsSlot: a request answered 504 whose
+// evaluation goes on still counts against MaxInFlight until it ends.
+func TestTimedOutEvaluationKeepsItsSlot(t *testing.T) {
+	stuck := stuckNamespaces{open: make(chan struct{})}
+	h, err := NewHandler(context.Background(), Options{PolicyPaths: []string{"../examples/image-mirror/cluster"},
+		MaxInFlight: 1, RequestTimeout: 100 * time.Millisecond, Namespaces: stuck})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	good := reviewFor(t, "CREATE", mustObject(t, strings.Replace(deployment, "%d", "2", 1)), "deployments")
+	serve := func() *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/mutate", bytes.NewReader(good)))
+		return rec
+	}
+	if rec := serve(); rec.Code != http.StatusGatewayTimeout {
+		t.Fatalf("the stuck evaluation: %d %q", rec.Code, rec.Body.String())
+	}
+	if rec := serve(); rec.Code != http.StatusTooManyRequests {
+		t.Errorf("while the timed-out evaluation runs: %d %q", rec.Code, rec.Body.String())
+	}
+	close(stuck.open)
+	waitFor(t, func() bool { return len(h.slots) == 0 })
+	if rec := serve(); rec.Code != http.StatusOK {
+		t.Errorf("after it ended: %d %q", rec.Code, rec.Body.String())
 	}
 }
