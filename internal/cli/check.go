@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -203,10 +204,36 @@ func addLintFindings(ctx context.Context, r *treport.Report, objs []manifest.Obj
 		if source == "" {
 			source = f.Object
 		}
+		if reportedByCheck(r.Findings, source, f) {
+			continue
+		}
 		r.Findings = append(r.Findings, treport.Finding{Source: source,
 			Message: fmt.Sprintf("%s %s: %s. Fix: %s", f.Severity, f.Rule, f.Message, f.Fix)})
 	}
 	return nil
+}
+
+// lintPointerRE finds the jsonPointers entry a lint finding is about.
+var lintPointerRE = regexp.MustCompile(`jsonPointers\[\d+\] ("(?:[^"\\]|\\.)*")`)
+
+// reportedByCheck reports whether the check's own ignore-rule findings
+// (an Argo CD jsonPointers entry that has no effect on the repository's
+// objects, or that names a list item by position) already name the entry
+// f is about, so that it is not shown twice.
+func reportedByCheck(existing []treport.Finding, source string, f lint.Finding) bool {
+	if f.Rule != lint.RuleArgoPointerUnescapedSlash && f.Rule != lint.RuleArgoPointerListIndex {
+		return false
+	}
+	m := lintPointerRE.FindStringSubmatch(f.Message)
+	if m == nil {
+		return false
+	}
+	for _, e := range existing {
+		if e.Source == source && strings.Contains(e.Message, "jsonPointers entry "+m[1]) {
+			return true
+		}
+	}
+	return false
 }
 
 // loadArgs loads directories, files and Git arguments.

@@ -268,3 +268,26 @@ spec:
 		t.Fatalf("the report does not carry the policy-without-binding finding at %s:\n%s", want, out)
 	}
 }
+
+// TestCheckShowsArgoPointerProblemsOnce: an Argo CD jsonPointers entry
+// with an unescaped "/" or a list index is reported by the check itself
+// (against the objects) and by truce lint's rules; truce check shows it
+// once, and lint's other findings still.
+func TestCheckShowsArgoPointerProblemsOnce(t *testing.T) {
+	_, out, errOut := run(t, "check", "testdata/argo-pointers")
+	for _, pointer := range []string{`"/metadata/annotations/example.com/owner"`, `"/spec/template/spec/containers/0/image"`} {
+		if n := strings.Count(out, pointer); n != 1 {
+			t.Errorf("%s shown %d times:\n%s%s", pointer, n, out, errOut)
+		}
+	}
+	if !strings.Contains(out, "argocd-ignore-differences-not-respected") {
+		t.Errorf("lint's other finding is missing:\n%s", out)
+	}
+	// truce lint alone still reports both pointers.
+	_, out, _ = run(t, "lint", "testdata/argo-pointers")
+	for _, rule := range []string{"argocd-json-pointer-unescaped-slash", "argocd-json-pointer-list-index"} {
+		if !strings.Contains(out, rule) {
+			t.Errorf("truce lint lost %s:\n%s", rule, out)
+		}
+	}
+}
