@@ -3,6 +3,7 @@ package lint
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -36,7 +37,7 @@ var podTemplatePaths = map[string][]string{
 	"CronJob":               {"spec", "jobTemplate", "spec", "template"},
 }
 
-func checkPodSecurity(_ context.Context, in *Input) ([]Finding, error) {
+func checkPodSecurity(ctx context.Context, in *Input) ([]Finding, error) {
 	evaluator, err := psapolicy.NewEvaluator(psapolicy.DefaultChecks(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("building the Pod Security evaluator: %w", err)
@@ -60,6 +61,9 @@ func checkPodSecurity(_ context.Context, in *Input) ([]Finding, error) {
 		}
 	}
 	var out []Finding
+	var mutator *podMutator // built when a template first fails as written
+	defer func() { mutator.close() }()
+	built := false
 	for _, o := range in.Objects {
 		u := o.Object
 		path, ok := podTemplatePaths[u.GetKind()]
@@ -86,13 +90,29 @@ func checkPodSecurity(_ context.Context, in *Input) ([]Finding, error) {
 		if agg.Allowed {
 			continue
 		}
+		// PodSecurity judges the Pod after mutating admission.
+		if !built {
+			mutator, built = newPodMutator(ctx, in), true
+		}
+		pod, by, err := mutator.mutate(ctx, u, &tmpl, ns)
+		if err != nil {
+			return nil, err
+		}
+		after := ""
+		if len(by) > 0 {
+			agg = psapolicy.AggregateCheckResults(evaluator.EvaluatePod(p.Enforce, &pod.ObjectMeta, &pod.Spec))
+			if agg.Allowed {
+				continue // the policies fix it
+			}
+			after = fmt.Sprintf(" (after %s)", strings.Join(by, ", "))
+		}
 		out = append(out, Finding{
 			Rule:     "pod-security-rejects-workload-pods",
 			Severity: SeverityError,
 			Source:   sourceOf(o),
 			Object:   objectName(u),
-			Message: fmt.Sprintf("namespace %s enforces Pod Security %q; the pods of this %s would be rejected: %s",
-				ns, p.Enforce.String(), u.GetKind(), agg.ForbiddenDetail()),
+			Message: fmt.Sprintf("namespace %s enforces Pod Security %q; the pods of this %s would be rejected%s: %s",
+				ns, p.Enforce.String(), u.GetKind(), after, agg.ForbiddenDetail()),
 			Why: "The PodSecurity admission plugin enforces the level on Pods only: the " + u.GetKind() +
 				" is accepted (at most with a warning), its controller's Pods are refused, and nothing runs while GitOps reports it synced.",
 			Fix: fmt.Sprintf("make the pod template meet %q (%s), or lower the namespace's pod-security.kubernetes.io/enforce label", p.Enforce.String(), agg.ForbiddenReason()),
