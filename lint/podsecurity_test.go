@@ -10,60 +10,23 @@ import (
 	"github.com/truce-dev/truce/manifest"
 )
 
-// restrictPods is a MutatingAdmissionPolicy that makes Pods meet
-// "restricted" (pod: runAsNonRoot, seccomp; containers: no privilege
-// escalation, no capabilities), bound for the users in MATCH.
-const restrictPods = `
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingAdmissionPolicy
-metadata: {name: restrict-pods.example.com}
-spec:
-  matchConstraints:
-    resourceRules:
-    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
-  matchConditions:
-  - name: who
-    expression: 'MATCH'
-  failurePolicy: Fail
-  reinvocationPolicy: Never
-  mutations:
-  - patchType: ApplyConfiguration
-    applyConfiguration:
-      expression: >
-        Object{spec: Object.spec{
-          securityContext: Object.spec.securityContext{runAsNonRoot: true,
-            seccompProfile: Object.spec.securityContext.seccompProfile{type: "RuntimeDefault"}}}}
-CONTAINERS---
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingAdmissionPolicyBinding
-metadata: {name: restrict-pods-binding.example.com}
-spec:
-  policyName: restrict-pods.example.com
-`
-
-// containersRestricted is a second mutation for the first container (a
-// JSON patch: capabilities.drop is an atomic list, which an
-// ApplyConfiguration may not set).
-const containersRestricted = `  - patchType: JSONPatch
-    jsonPatch:
-      expression: >
-        [JSONPatch{op: "add", path: "/spec/containers/0/securityContext",
-          value: Object.spec.containers.securityContext{allowPrivilegeEscalation: false,
-            capabilities: Object.spec.containers.securityContext.capabilities{drop: ["ALL"]}}}]
-`
-
 // TestPodSecurityAfterMutatingAdmission: PodSecurity judges the Pod that
 // mutating admission leaves, as the API server runs it; a policy that
 // fixes the template removes the finding, one that fixes part of it is
 // named in the finding, and a policy matching other users changes
 // nothing (the controller creates the Pods as its service account).
 func TestPodSecurityAfterMutatingAdmission(t *testing.T) {
-	bad, err := os.ReadFile(filepath.Join("testdata", "pod-security-rejects-workload-pods", "bad.yaml"))
-	if err != nil {
-		t.Fatal(err)
+	dir := filepath.Join("testdata", "pod-security-rejects-workload-pods")
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
 	}
-	policy := func(match, containers string) string {
-		return strings.NewReplacer("MATCH", match, "CONTAINERS", containers).Replace(restrictPods)
+	bad := read("bad.yaml")
+	policy := func(file, match string) string {
+		return strings.Replace(read(file), "expression: 'true'", "expression: '"+match+"'", 1)
 	}
 	for _, tc := range []struct {
 		name   string
@@ -71,15 +34,15 @@ func TestPodSecurityAfterMutatingAdmission(t *testing.T) {
 		want   []string // substrings of the one finding; nil: no finding
 	}{
 		{name: "no policy", want: []string{`would be rejected: `, "allowPrivilegeEscalation", "seccompProfile"}},
-		{name: "a policy fixes it", policy: policy("true", containersRestricted)},
-		{name: "for the controller's service account", policy: policy(`request.userInfo.username == "system:serviceaccount:kube-system:replicaset-controller"`, containersRestricted)},
-		{name: "a policy fixes part of it", policy: policy("true", ""),
+		{name: "a policy fixes it", policy: policy("mutated/fixes-all.yaml", "true")},
+		{name: "for the controller's service account", policy: policy("mutated/fixes-all.yaml", `request.userInfo.username == "system:serviceaccount:kube-system:replicaset-controller"`)},
+		{name: "a policy fixes part of it", policy: policy("mutated/fixes-part.yaml", "true"),
 			want: []string{"would be rejected (after MutatingAdmissionPolicy/restrict-pods.example.com", "allowPrivilegeEscalation"}},
-		{name: "a policy for other users", policy: policy(`request.userInfo.username == "alice"`, containersRestricted),
+		{name: "a policy for other users", policy: policy("mutated/fixes-all.yaml", `request.userInfo.username == "alice"`),
 			want: []string{"would be rejected: ", "seccompProfile"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			docs := string(bad)
+			docs := bad
 			if tc.policy != "" {
 				docs += "\n---\n" + tc.policy
 			}
