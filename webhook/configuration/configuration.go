@@ -19,6 +19,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -187,6 +188,7 @@ func Generate(policies []*unstructured.Unstructured, opts Options) (*Configurati
 			return nil, perr(err)
 		}
 		warnings = append(warnings, ruleWarnings(p, rules)...)
+		warnings = append(warnings, o.excludedNamespaceWarnings(p, policies)...)
 		if gvk.Kind == mutatingKind {
 			mutating = append(mutating, rules...)
 		} else {
@@ -365,6 +367,58 @@ func (o Options) namespaceSelector() *metav1.LabelSelector {
 	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
 		Key: namespaceNameLabel, Operator: metav1.LabelSelectorOpNotIn, Values: values,
 	}}}
+}
+
+// excludedNamespaceWarnings says when a policy, or one of its bindings,
+// selects kube-system or the webhook's own namespace with a namespaceSelector
+// of its own: the webhook never sees writes there (namespaceSelector
+// above), so the policy does not apply where it asks to. Selectors left
+// empty (every namespace) are not warned about; ruleWarnings covers
+// wildcard policies.
+func (o Options) excludedNamespaceWarnings(p *unstructured.Unstructured, objs []*unstructured.Unstructured) []string {
+	excluded := o.namespaceSelector().MatchExpressions[0].Values
+	type selecting struct {
+		who  string
+		path []string
+		obj  *unstructured.Unstructured
+	}
+	id := fmt.Sprintf("%s %q", p.GetKind(), p.GetName())
+	candidates := []selecting{{who: id, path: []string{"spec", "matchConstraints", "namespaceSelector"}, obj: p}}
+	for _, b := range objs {
+		name, _, _ := unstructured.NestedString(b.Object, "spec", "policyName")
+		if b.GetKind() == p.GetKind()+"Binding" && b.GroupVersionKind().Group == group && name == p.GetName() {
+			candidates = append(candidates, selecting{who: fmt.Sprintf("its binding %q", b.GetName()),
+				path: []string{"spec", "matchResources", "namespaceSelector"}, obj: b})
+		}
+	}
+	var out []string
+	for _, c := range candidates {
+		raw, found, _ := unstructured.NestedMap(c.obj.Object, c.path...)
+		if !found || len(raw) == 0 {
+			continue
+		}
+		var ls metav1.LabelSelector
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &ls); err != nil {
+			continue // the API server refuses it; not this warning's to say
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&ls)
+		if err != nil || sel.Empty() {
+			continue
+		}
+		var hit []string
+		for _, ns := range excluded {
+			// The name label is the one label every namespace has.
+			if sel.Matches(labels.Set{namespaceNameLabel: ns}) {
+				hit = append(hit, ns)
+			}
+		}
+		if len(hit) > 0 {
+			out = append(out, fmt.Sprintf("%s: %s selects namespace %s (%s), which the webhook excludes so that it can restart "+
+				"while the webhook is down: the policy does not apply there; install it in the API server if it must",
+				id, c.who, strings.Join(hit, " and "), strings.Join(c.path[1:], ".")))
+		}
+	}
+	return out
 }
 
 func (o Options) typeMeta(kind string) metav1.TypeMeta {

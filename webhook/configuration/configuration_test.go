@@ -181,6 +181,22 @@ func TestGenerateRules(t *testing.T) {
 			wantWarnings:   []string{`ValidatingAdmissionPolicy "all" matches every resource (*) of API groups "*": the webhook is called for all of them (the server matches the policy itself) except webhook configurations and admission policies and their bindings (the API server never sends them to webhooks, so that a broken webhook cannot block its own repair); TokenReviews and access reviews (not persisted, never sent to webhooks); coordination.k8s.io Leases`},
 		},
 		{
+			name: "a policy selecting kube-system: warned",
+			policies: strings.Replace(vapPolicy("sys", podsCreate), "  matchConstraints:\n",
+				"  matchConstraints:\n    namespaceSelector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: In, values: [kube-system, apps]}]}\n", 1),
+			wantValidating: []testRule{{"CREATE", "", "v1", "pods", "*"}},
+			wantWarnings:   []string{`ValidatingAdmissionPolicy "sys": ValidatingAdmissionPolicy "sys" selects namespace kube-system (matchConstraints.namespaceSelector), which the webhook excludes`},
+		},
+		{
+			name: "a binding selecting the webhook's namespace: warned; a selector for other namespaces and an empty one: not",
+			policies: mapPolicy("m", podsCreate) + mapPolicy("other", podsCreate) + mapPolicy("all", podsCreate) +
+				"apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingAdmissionPolicyBinding\nmetadata: {name: b}\nspec: {policyName: m, matchResources: {namespaceSelector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: NotIn, values: [prod]}]}}}\n---\n" +
+				"apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingAdmissionPolicyBinding\nmetadata: {name: o}\nspec: {policyName: other, matchResources: {namespaceSelector: {matchLabels: {team: shop}}}}\n---\n" +
+				"apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingAdmissionPolicyBinding\nmetadata: {name: a}\nspec: {policyName: all, matchResources: {namespaceSelector: {}}}\n",
+			wantMutating: []testRule{{"CREATE", "", "v1", "pods", "*"}},
+			wantWarnings: []string{`MutatingAdmissionPolicy "m": its binding "b" selects namespace kube-system and truce-system (matchResources.namespaceSelector)`},
+		},
+		{
 			name:         "a policy naming Leases: excluded, warned",
 			policies:     mapPolicy("l", leases),
 			wantMutating: []testRule{{"UPDATE", "coordination.k8s.io", "v1", "leases", "*"}},
