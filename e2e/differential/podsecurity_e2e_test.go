@@ -100,8 +100,13 @@ func TestLintPodSecurityAfterMutation(t *testing.T) {
 				t.Fatalf("kube-apiserver: allowed=%v, but lint says rejected=%v (%+v); status %v", res.Allowed(), tc.rejected, findings, res.Status)
 			}
 			if tc.rejected {
-				if !strings.Contains(res.Status.Error(), "violates PodSecurity") {
+				_, detail, ok := strings.Cut(res.Status.Error(), `violates PodSecurity "restricted:latest": `)
+				if !ok {
 					t.Fatalf("rejected, but not by PodSecurity: %v", res.Status)
+				}
+				// The same checks fail, in the server's words.
+				if !strings.HasSuffix(findings[0].Message, "): "+detail) {
+					t.Errorf("lint names other violations than kube-apiserver:\nlint:   %s\nserver: %s", findings[0].Message, detail)
 				}
 				for _, f := range findings {
 					t.Logf("lint: %s", f.Message)
