@@ -61,23 +61,12 @@ type Repository struct {
 	Findings []string
 }
 
-// admissionKinds are the repository objects that configure admission:
-// they are part of the cluster the manifests are applied to.
-var admissionKinds = map[string]bool{
-	"MutatingAdmissionPolicy":          true,
-	"MutatingAdmissionPolicyBinding":   true,
-	"ValidatingAdmissionPolicy":        true,
-	"ValidatingAdmissionPolicyBinding": true,
-	"MutatingWebhookConfiguration":     true,
-	"ValidatingWebhookConfiguration":   true,
-}
-
 // isAdmissionConfig reports whether obj configures admission. Webhook
 // configurations managed by cert-manager's cainjector stay manifests:
 // their caBundle is what the simulation is about.
 func isAdmissionConfig(obj *unstructured.Unstructured) bool {
 	gvk := obj.GroupVersionKind()
-	if gvk.Group != "admissionregistration.k8s.io" || !admissionKinds[gvk.Kind] {
+	if !admission.IsConfigurationKind(gvk.GroupKind()) {
 		return false
 	}
 	for k := range obj.GetAnnotations() {

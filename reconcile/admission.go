@@ -34,16 +34,6 @@ type AdmissionView interface {
 	Digest(ctx context.Context) (string, error)
 }
 
-// AdmissionKinds configure what admission does to writes.
-var AdmissionKinds = []schema.GroupVersionKind{
-	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingAdmissionPolicy"},
-	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingAdmissionPolicyBinding"},
-	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicy"},
-	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicyBinding"},
-	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingWebhookConfiguration"},
-	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingWebhookConfiguration"},
-}
-
 // contextKinds are read besides the admission configuration, for what it
 // matches and types: namespaces (selectors) and CRDs (custom resources).
 var contextKinds = []schema.GroupVersionKind{
@@ -78,7 +68,7 @@ type admissionConfig struct {
 func ClusterAdmission(c cluster.Cluster) *OfflineAdmission {
 	return &OfflineAdmission{config: func(ctx context.Context) (admissionConfig, error) {
 		var cfg admissionConfig
-		for _, gvk := range AdmissionKinds {
+		for _, gvk := range admission.ConfigurationKinds {
 			objs, err := c.List(ctx, gvk, "")
 			if err != nil && !apierrors.IsNotFound(err) && !isNoMatch(err) {
 				return cfg, fmt.Errorf("listing %ss: %w", gvk.Kind, err)
@@ -111,13 +101,7 @@ func FixedAdmission(objs []*unstructured.Unstructured) *OfflineAdmission {
 }
 
 func isAdmissionKind(o *unstructured.Unstructured) bool {
-	gvk := o.GroupVersionKind()
-	for _, k := range AdmissionKinds {
-		if k.GroupKind() == gvk.GroupKind() {
-			return true
-		}
-	}
-	return false
+	return admission.IsConfigurationKind(o.GroupVersionKind().GroupKind())
 }
 
 func isNoMatch(err error) bool {

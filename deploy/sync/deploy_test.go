@@ -244,7 +244,7 @@ func TestLeastPrivilege(t *testing.T) {
 	type request struct{ verb, group, resource, namespace, name string }
 	var needed []request
 	for _, verb := range []string{"get", "list"} {
-		for _, gvk := range reconcile.AdmissionKinds {
+		for _, gvk := range admission.ConfigurationKinds {
 			plural, _ := meta.UnsafeGuessKindToResource(gvk)
 			needed = append(needed, request{verb, gvk.Group, plural.Resource, "", ""})
 		}

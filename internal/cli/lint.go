@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/cluster"
 	"github.com/truce-dev/truce/cluster/live"
 	"github.com/truce-dev/truce/lint"
@@ -160,20 +161,14 @@ func printRules(w io.Writer) error {
 
 // lintLiveKinds are what lint reads from a live cluster, all namespaces.
 // Kinds the cluster does not serve (no Argo CD, no Kyverno) are skipped.
-var lintLiveKinds = []k8sschema.GroupVersionKind{
-	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingWebhookConfiguration"},
-	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingWebhookConfiguration"},
-	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicy"},
-	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicyBinding"},
-	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingAdmissionPolicy"},
-	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingAdmissionPolicyBinding"},
+var lintLiveKinds = append(slices.Clone(admission.ConfigurationKinds), []k8sschema.GroupVersionKind{
 	{Group: "", Version: "v1", Kind: "Namespace"},
 	{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"},
 	{Group: "kyverno.io", Version: "v1", Kind: "ClusterPolicy"},
 	{Group: "kyverno.io", Version: "v1", Kind: "Policy"},
 	{Group: "policies.kyverno.io", Version: "v1", Kind: "GeneratingPolicy"},
 	{Group: "policies.kyverno.io", Version: "v1", Kind: "NamespacedGeneratingPolicy"},
-}
+}...)
 
 // argoCDNamespace is where Argo CD's argocd-cm lives by default; the
 // namespaces of the Applications found are tried too.

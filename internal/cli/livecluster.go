@@ -3,11 +3,13 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/cluster"
 	"github.com/truce-dev/truce/cluster/live"
 	"github.com/truce-dev/truce/manifest"
@@ -15,16 +17,10 @@ import (
 
 // liveKinds are what a check reads from a live cluster: what admission
 // reads, and what objects are applied into.
-var liveKinds = []k8sschema.GroupVersionKind{
-	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingAdmissionPolicy"},
-	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingAdmissionPolicyBinding"},
-	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicy"},
-	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicyBinding"},
-	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingWebhookConfiguration"},
-	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingWebhookConfiguration"},
-	{Group: "", Version: "v1", Kind: "Namespace"},
-	{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"},
-}
+var liveKinds = append(slices.Clone(admission.ConfigurationKinds),
+	k8sschema.GroupVersionKind{Group: "", Version: "v1", Kind: "Namespace"},
+	k8sschema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"},
+)
 
 // readLiveCluster reads, without writing anything, the admission
 // configuration, namespaces and CRDs of a live cluster, and the live
