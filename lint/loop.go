@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/check"
+	"github.com/truce-dev/truce/manifest"
 )
 
 // loopRules ask `truce check`: the input's GitOps manifests are simulated
@@ -25,11 +27,12 @@ func loopRules() []Rule {
 const RuleAdmissionGitOpsLoop = "admission-gitops-loop"
 
 func checkLoops(ctx context.Context, in *Input) ([]Finding, error) {
-	if !hasGitOps(in) {
+	repo, live := splitLive(in.Objects)
+	if !hasGitOps(repo, live) {
 		return nil, nil
 	}
 	// Unverified: lint reports, `truce check` proves the fix.
-	out, err := check.Check(ctx, check.Input{Repository: in.Objects}, check.Options{}, nil, nil)
+	out, err := check.Check(ctx, check.Input{Repository: repo, Cluster: live}, check.Options{}, nil, nil)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, err
@@ -70,14 +73,43 @@ func checkLoops(ctx context.Context, in *Input) ([]Finding, error) {
 	return findings, nil
 }
 
+// splitLive separates the files from what was read from a live cluster.
+// The cluster's admission configuration, namespaces and CRDs are the state
+// the files are applied to, as `truce check --kubeconfig` reads it; its
+// other objects (Applications and Kyverno policies of other repositories,
+// argocd-cm) are not what these files deploy and are left out.
+func splitLive(objs []manifest.Object) (files, live []manifest.Object) {
+	for _, o := range objs {
+		if o.Source.File != LiveSource {
+			files = append(files, o)
+			continue
+		}
+		gvk := o.Object.GroupVersionKind()
+		switch {
+		case admission.IsConfigurationKind(gvk.GroupKind()),
+			gvk.Group == "" && gvk.Kind == "Namespace",
+			gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition":
+			live = append(live, o)
+		}
+	}
+	return files, live
+}
+
 // hasGitOps reports whether a loop is possible at all: something besides
 // the GitOps tool writes (a bound mutating policy, a mutating webhook, a
-// writers document, a HorizontalPodAutoscaler) and there are manifests
-// for the tool to apply. Without an Application or Kustomization, check
-// simulates both tools with their defaults.
-func hasGitOps(in *Input) bool {
+// writers document, a HorizontalPodAutoscaler; in the files or the live
+// cluster) and the files hold manifests for the tool to apply. Without an
+// Application or Kustomization, check simulates both tools with their
+// defaults.
+func hasGitOps(files, live []manifest.Object) bool {
 	writer, manifests := false, false
-	for _, o := range in.Objects {
+	for _, o := range live {
+		switch o.Object.GetKind() {
+		case "MutatingAdmissionPolicyBinding", "MutatingWebhookConfiguration":
+			writer = true
+		}
+	}
+	for _, o := range files {
 		switch o.Object.GetKind() {
 		case "MutatingAdmissionPolicyBinding", "MutatingWebhookConfiguration", "Writers", "HorizontalPodAutoscaler":
 			writer = true
