@@ -56,6 +56,9 @@ func (p *pass) admissionDigest(ctx context.Context, a AdmissionView) (string, er
 // changed what it does to the field. A lifted field is written again, and
 // the loop breaker counts from zero.
 func (r *Reconciler) liftContests(ctx context.Context, p *pass, saved []Contest, objs []*desired) {
+	if len(saved) == 0 {
+		return
+	}
 	byRef := map[cluster.Ref]*desired{}
 	for _, d := range objs {
 		byRef[unversioned(d.ref)] = d

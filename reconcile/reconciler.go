@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -108,7 +109,7 @@ type pass struct {
 	writes    int
 	// created are the namespaces and CRD group/kinds this pass creates.
 	createdNamespaces map[string]bool
-	createdKinds      map[string]bool
+	createdKinds      map[schema.GroupKind]bool
 	// readFailed is set when the cluster could not be read for some
 	// object: prune is then skipped.
 	readFailed bool
@@ -289,16 +290,9 @@ func (r *Reconciler) rememberBeforeWriting(ctx context.Context, inventory []clus
 	}
 	known := map[cluster.Ref]bool{}
 	for _, ref := range inventory {
-		ref.Version = ""
-		known[ref] = true
+		known[unversioned(ref)] = true
 	}
-	news := false
-	for _, d := range objs {
-		k := d.ref
-		k.Version = ""
-		news = news || !known[k]
-	}
-	if !news {
+	if !slices.ContainsFunc(objs, func(d *desired) bool { return !known[unversioned(d.ref)] }) {
 		return nil, nil
 	}
 	next := append(applyOrder(objs), r.leftGit(inventory, objs)...)
@@ -325,7 +319,7 @@ func createsNamespace(objs []*desired, name string) bool {
 // recordCreated notes the namespaces and CRD kinds the first stage
 // creates (or, in a rehearsal, would create).
 func (p *pass) recordCreated(stage []*desired, results []ObjectResult, index map[*desired]int) {
-	p.createdNamespaces, p.createdKinds = map[string]bool{}, map[string]bool{}
+	p.createdNamespaces, p.createdKinds = map[string]bool{}, map[schema.GroupKind]bool{}
 	for _, d := range stage {
 		if results[index[d]].Action != Created {
 			continue
@@ -334,9 +328,8 @@ func (p *pass) recordCreated(stage []*desired, results []ObjectResult, index map
 			p.createdNamespaces[d.ref.Name] = true
 			continue
 		}
-		group, _, _ := unstructured.NestedString(d.obj.Object, "spec", "group")
-		kind, _, _ := unstructured.NestedString(d.obj.Object, "spec", "names", "kind")
-		p.createdKinds[kind+"."+group] = true
+		gk, _ := definedKind(d.obj)
+		p.createdKinds[gk] = true
 	}
 }
 
@@ -344,7 +337,7 @@ func (p *pass) recordCreated(stage []*desired, results []ObjectResult, index map
 // comes from d's namespace or kind not existing yet because this pass
 // creates them.
 func (p *pass) createsDefinitionFor(d *desired, err error) bool {
-	if p.createdKinds[d.ref.Kind+"."+d.ref.Group] {
+	if p.createdKinds[d.ref.GroupKind()] {
 		return true
 	}
 	return apierrors.IsNotFound(err) && p.createdNamespaces[d.ref.Namespace]
@@ -400,10 +393,8 @@ func (r *Reconciler) namespacedKinds(objs []manifest.Object) func(schema.GroupVe
 		if gvk := mo.Object.GroupVersionKind(); gvk.Group != apiextensionsv1.GroupName || gvk.Kind != "CustomResourceDefinition" {
 			continue
 		}
-		group, _, _ := unstructured.NestedString(mo.Object.Object, "spec", "group")
-		kind, _, _ := unstructured.NestedString(mo.Object.Object, "spec", "names", "kind")
-		scope, _, _ := unstructured.NestedString(mo.Object.Object, "spec", "scope")
-		defined[schema.GroupKind{Group: group, Kind: kind}] = scope == string(apiextensionsv1.NamespaceScoped)
+		gk, namespaced := definedKind(mo.Object)
+		defined[gk] = namespaced
 	}
 	mapper := r.cluster.RESTMapper()
 	// Once per kind: a kind the cluster does not serve makes the mapper

@@ -78,6 +78,15 @@ func waitReady(ctx context.Context, c cluster.Cluster, refs []cluster.Ref, timeo
 	return nil
 }
 
+// definedKind is the group and kind a CRD defines, and whether its
+// objects are namespaced.
+func definedKind(crd *unstructured.Unstructured) (gk schema.GroupKind, namespaced bool) {
+	gk.Group, _, _ = unstructured.NestedString(crd.Object, "spec", "group")
+	gk.Kind, _, _ = unstructured.NestedString(crd.Object, "spec", "names", "kind")
+	scope, _, _ := unstructured.NestedString(crd.Object, "spec", "scope")
+	return gk, scope == "Namespaced"
+}
+
 // served reports whether the API server serves every served version of a
 // CRD: Established can read True a moment before the new resource's
 // handler answers, and a request in that moment gets the bare 404 of an
@@ -87,9 +96,7 @@ func served(ctx context.Context, c cluster.Cluster, crd *unstructured.Unstructur
 	if crd.GetKind() != "CustomResourceDefinition" {
 		return true, ""
 	}
-	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
-	kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
-	scope, _, _ := unstructured.NestedString(crd.Object, "spec", "scope")
+	gk, namespaced := definedKind(crd)
 	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
 	for _, v := range versions {
 		m, _ := v.(map[string]any)
@@ -97,13 +104,13 @@ func served(ctx context.Context, c cluster.Cluster, crd *unstructured.Unstructur
 		if on, _ := m["served"].(bool); !on || name == "" {
 			continue
 		}
-		probe := cluster.Ref{GroupVersionKind: schema.GroupVersionKind{Group: group, Version: name, Kind: kind}, Name: "truce-readiness-probe"}
-		if scope == "Namespaced" {
+		probe := cluster.Ref{GroupVersionKind: gk.WithVersion(name), Name: "truce-readiness-probe"}
+		if namespaced {
 			probe.Namespace = "default"
 		}
 		_, err := c.Get(ctx, probe)
 		if err != nil && (!apierrors.IsNotFound(err) || apierrors.IsUnexpectedServerError(err)) {
-			return false, fmt.Sprintf("%s/%s not served yet: %v", group, name, err)
+			return false, fmt.Sprintf("%s/%s not served yet: %v", gk.Group, name, err)
 		}
 	}
 	return true, ""
