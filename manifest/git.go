@@ -254,15 +254,14 @@ func cloneRepository(ctx context.Context, src GitSource) (*git.Repository, error
 		if err != nil {
 			return nil, err
 		}
-		name, _, ok := refs.pick(src.Ref)
+		name, _, err := refs.find(src)
 		switch {
-		case ok:
+		case err == nil:
 			opts.ReferenceName = name
-		case hexRE.MatchString(src.Ref):
+		case errors.Is(err, ErrGitUnadvertised):
 			opts = &git.CloneOptions{URL: src.URL, Auth: src.Auth, NoCheckout: true, Tags: git.AllTags}
 		default:
-			return nil, newError(Source{File: src.URL}, ErrGitRef, fmt.Sprintf(
-				"ref %q not found: the repository has no such branch or tag", src.Ref))
+			return nil, err
 		}
 	}
 	repo, err := git.CloneContext(ctx, memory.NewStorage(), nil, opts)
@@ -371,6 +370,22 @@ func (r remoteRefs) pick(ref string) (name plumbing.ReferenceName, byCommit, ok 
 	return "", false, false
 }
 
+// find is pick for src.Ref, with the errors: a SHA no branch or tag leads
+// to matches ErrGitUnadvertised (only a clone of the history can tell),
+// anything else not found ErrGitRef.
+func (r remoteRefs) find(src GitSource) (name plumbing.ReferenceName, byCommit bool, err error) {
+	name, byCommit, ok := r.pick(src.Ref)
+	switch {
+	case ok:
+		return name, byCommit, nil
+	case hexRE.MatchString(src.Ref):
+		return "", false, newError(Source{File: src.URL}, ErrGitUnadvertised, fmt.Sprintf(
+			"ref %q is no branch or tag, and no branch or tag leads to a commit of that SHA: only a clone can resolve it", src.Ref))
+	}
+	return "", false, newError(Source{File: src.URL}, ErrGitRef, fmt.Sprintf(
+		"ref %q not found: the repository has no such branch or tag", src.Ref))
+}
+
 // ResolveGit finds the commit src names without loading anything: a
 // local repository's refs are read in place, a remote one is asked with
 // one ls-remote (with src.Auth) and nothing is fetched. The revision is
@@ -409,22 +424,16 @@ func ResolveGit(ctx context.Context, src GitSource) (*GitRevision, error) {
 			name = head.Target()
 		}
 	} else {
-		n, byCommit, ok := refs.pick(src.Ref)
-		switch {
-		case ok:
-			name = n
-			if byCommit {
-				// LoadGit names no ref when a commit was asked for.
-				h, _ := refs.commit(n)
-				return &GitRevision{Commit: h.String()}, nil
-			}
-		case hexRE.MatchString(src.Ref):
-			return nil, newError(Source{File: src.URL}, ErrGitUnadvertised, fmt.Sprintf(
-				"ref %q is no branch or tag, and no branch or tag leads to a commit of that SHA: only a clone can resolve it", src.Ref))
-		default:
-			return nil, newError(Source{File: src.URL}, ErrGitRef, fmt.Sprintf(
-				"ref %q not found: the repository has no such branch or tag", src.Ref))
+		n, byCommit, err := refs.find(src)
+		if err != nil {
+			return nil, err
 		}
+		if byCommit {
+			// LoadGit names no ref when a commit was asked for.
+			h, _ := refs.commit(n)
+			return &GitRevision{Commit: h.String()}, nil
+		}
+		name = n
 	}
 	h, ok := refs.commit(name)
 	if !ok {
