@@ -3,6 +3,7 @@ package lint
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/truce-dev/truce/admission"
@@ -102,22 +103,20 @@ func splitLive(objs []manifest.Object) (files, live []manifest.Object) {
 // Application or Kustomization, check simulates both tools with their
 // defaults.
 func hasGitOps(files, live []manifest.Object) bool {
-	writer, manifests := false, false
-	for _, o := range live {
-		switch o.Object.GetKind() {
-		case "MutatingAdmissionPolicyBinding", "MutatingWebhookConfiguration":
-			writer = true
-		}
-	}
-	for _, o := range files {
+	writes := func(o manifest.Object) bool {
 		switch o.Object.GetKind() {
 		case "MutatingAdmissionPolicyBinding", "MutatingWebhookConfiguration", "Writers", "HorizontalPodAutoscaler":
-			writer = true
+			return true
+		}
+		return false
+	}
+	applied := func(o manifest.Object) bool {
+		switch o.Object.GetKind() {
 		case "MutatingAdmissionPolicy", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
 			"ValidatingWebhookConfiguration", "Namespace", "CustomResourceDefinition":
-		default:
-			manifests = true
+			return false
 		}
+		return !writes(o)
 	}
-	return writer && manifests
+	return (slices.ContainsFunc(files, writes) || slices.ContainsFunc(live, writes)) && slices.ContainsFunc(files, applied)
 }

@@ -476,8 +476,7 @@ func parseSyncSource(arg, ref, path string) (manifest.GitSource, error) {
 					"put it in --git-secret DIR (files username and password) instead")
 			}
 		}
-	}
-	if !remote {
+	} else {
 		if strings.Contains(arg, "://") || strings.HasPrefix(arg, "git@") {
 			return src, fmt.Errorf("SOURCE %q is not a Git URL truce can read: want URL[//path][?ref=REF] (https://, ssh://, git@host:path, file://, http://) or a local repository", arg)
 		}
