@@ -84,15 +84,7 @@ var caBundlePath = []string{"spec", "conversion", "webhook", "clientConfig", "ca
 func TestCustomResourceDefinitionWrites(t *testing.T) {
 	ctx := context.Background()
 	srv := serverFor(ctx, t, &Case{})
-	if dirty != "" {
-		t.Fatalf("not run: the server was left dirty by %s", dirty)
-	}
-	defer func() {
-		if err := srv.Cleanup(ctx); err != nil {
-			dirty = t.Name()
-			t.Errorf("cleanup failed; later cases will not run: %v", err)
-		}
-	}()
+	useCleanServer(ctx, t, srv)
 	lc, err := live.New(srv.RESTConfig())
 	if err != nil {
 		t.Fatal(err)

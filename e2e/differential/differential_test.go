@@ -166,6 +166,22 @@ const auditLevel = "Metadata"
 // dirty names the case whose cleanup failed, if any.
 var dirty string
 
+// useCleanServer fails t when an earlier case left the shared server dirty,
+// and cleans the server when t ends; a failed cleanup marks it dirty, so
+// that later cases do not run on it.
+func useCleanServer(ctx context.Context, t *testing.T, srv *apiserver.Server) {
+	t.Helper()
+	if dirty != "" {
+		t.Fatalf("not run: the server was left dirty by %s", dirty)
+	}
+	t.Cleanup(func() {
+		if err := srv.Cleanup(ctx); err != nil {
+			dirty = t.Name()
+			t.Errorf("cleanup failed; later cases will not run: %v", err)
+		}
+	})
+}
+
 var (
 	startMu sync.Mutex
 	started = map[string]bool{}

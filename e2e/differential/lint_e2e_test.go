@@ -105,15 +105,7 @@ func TestLintOutageRule(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("server: %s", srv.StartupReport())
-	if dirty != "" {
-		t.Fatalf("not run: the server was left dirty by %s", dirty)
-	}
-	defer func() {
-		if err := srv.Cleanup(ctx); err != nil {
-			dirty = t.Name()
-			t.Errorf("cleanup failed; later tests will not run: %v", err)
-		}
-	}()
+	useCleanServer(ctx, t, srv)
 
 	dir := t.TempDir()
 	nsFile := writeLintFile(t, dir, "namespaces.yaml", lintNamespaces)

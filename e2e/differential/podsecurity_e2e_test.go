@@ -65,15 +65,7 @@ func TestLintPodSecurityAfterMutation(t *testing.T) {
 		{policy: "fixes-part.yaml", rejected: true},
 	} {
 		t.Run(strings.TrimSuffix(tc.policy, ".yaml"), func(t *testing.T) {
-			if dirty != "" {
-				t.Fatalf("not run: the server was left dirty by %s", dirty)
-			}
-			defer func() {
-				if err := srv.Cleanup(ctx); err != nil {
-					dirty = t.Name()
-					t.Errorf("cleanup failed; later tests will not run: %v", err)
-				}
-			}()
+			useCleanServer(ctx, t, srv)
 			policyFile := filepath.Join(examples, "mutated", tc.policy)
 			findings := findingsFor(runLint(ctx, t, bin, bad, policyFile), "pod-security-rejects-workload-pods",
 				"Deployment "+deployment.GetNamespace()+"/"+deployment.GetName())
