@@ -28,7 +28,6 @@ import (
 	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/cluster"
 	"github.com/truce-dev/truce/cluster/memory"
-	"github.com/truce-dev/truce/manifest"
 )
 
 const syncApp = `apiVersion: v1
@@ -417,34 +416,6 @@ func TestSyncPassErrorJSON(t *testing.T) {
 	}
 	if rep.Source != repo+"//missing" || !strings.Contains(rep.Error, `path "missing" does not exist`) || !strings.Contains(errOut, `path "missing" does not exist`) {
 		t.Errorf("report %+v, stderr %s", rep, errOut)
-	}
-}
-
-func TestParseSyncSourceHTTP(t *testing.T) {
-	for _, tt := range []struct {
-		arg  string
-		want manifest.GitSource
-	}{
-		{"http://git.internal/org/fleet", manifest.GitSource{URL: "http://git.internal/org/fleet"}},
-		{"http://git.internal:3000/org/fleet.git//apps/shop?ref=main", manifest.GitSource{URL: "http://git.internal:3000/org/fleet.git", Path: "apps/shop", Ref: "main"}},
-		{"HTTP://git.internal/org/fleet", manifest.GitSource{URL: "http://git.internal/org/fleet"}},
-	} {
-		got, err := parseSyncSource(tt.arg, "", "")
-		if err != nil || got != tt.want {
-			t.Errorf("parseSyncSource(%q) = %+v, %v; want %+v", tt.arg, got, err, tt.want)
-		}
-	}
-	if _, err := parseSyncSource("http:///org/fleet", "", ""); err == nil || !strings.Contains(err.Error(), "is not a Git URL truce can read") {
-		t.Errorf("a malformed http:// URL: err = %v", err)
-	}
-	for _, arg := range []string{"https://bob:s3cret@git.internal/org/fleet", "http://bob:s3cret@git.internal/org/fleet//apps"} {
-		if _, err := parseSyncSource(arg, "", ""); err == nil || !strings.Contains(err.Error(), "--git-secret") || strings.Contains(err.Error(), "s3cret") {
-			t.Errorf("%s: a password in the URL: err = %v", arg, err)
-		}
-	}
-	// A user alone (ssh://git@…, a token user name) carries no secret.
-	if _, err := parseSyncSource("ssh://git@git.internal/org/fleet", "", ""); err != nil {
-		t.Errorf("ssh://git@: %v", err)
 	}
 }
 
