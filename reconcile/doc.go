@@ -9,10 +9,13 @@
 //   - ignore rules strip a field from the payload when another Apply
 //     manager owns it and adopt the live value when only truce does
 //     (Flux's documented semantics), Argo CD style rules included;
-//   - a field that truce writes back and someone else changes again N times
-//     within a window is Contested: truce stops writing it, names the other
-//     writer (a field manager, or the admission policy found by replaying
-//     the cluster's admission configuration offline) and the fix;
+//   - a field that truce writes back and an automated writer changes again
+//     N times within a window is Contested: truce stops writing it, names
+//     the other writer (a field manager, or the admission policy found by
+//     replaying the cluster's admission configuration offline) and the fix;
+//     people's edits (kubectl's field managers, as Flux tells them, and
+//     LoopOptions.HumanFieldManagers) are written back on every pass and
+//     never contested;
 //   - prune deletes only objects whose tracking annotation names them, that
 //     truce applied (its inventory) and that left Git, never after a
 //     partial read.

@@ -143,6 +143,26 @@ func (r *Reconciler) contest(ctx context.Context, p *pass, d *desired, live, pay
 // truce's own write), the admission step found by replaying the write
 // (nil: no admission view).
 func (r *Reconciler) attribute(live *unstructured.Unstructured, replayed *replay, ptr string) Writer {
+	if w := r.lastWriter(live, ptr); w != nil {
+		return *w
+	}
+	if replayed == nil {
+		return Writer{Admission: "mutating admission (not replayed: no admission view configured)"}
+	}
+	if replayed.err != nil {
+		return Writer{Admission: "mutating admission (replay failed: " + replayed.err.Error() + ")"}
+	}
+	names := replayed.changers(ptr)
+	if len(names) == 0 {
+		return Writer{Admission: "mutating admission not visible offline (a webhook truce cannot call, or a policy changed since)"}
+	}
+	return Writer{Admission: strings.Join(names, ", ")}
+}
+
+// lastWriter is the field manager other than truce that owns ptr and
+// wrote last (its operation with the subresource written through: Apply,
+// Update, Update scale); nil when only truce owns it.
+func (r *Reconciler) lastWriter(live *unstructured.Unstructured, ptr string) *Writer {
 	var best *Writer
 	var bestTime time.Time
 	for _, mf := range drift.FieldOwners(live, ptr) {
@@ -161,20 +181,7 @@ func (r *Reconciler) attribute(live *unstructured.Unstructured, replayed *replay
 			best, bestTime = &Writer{Manager: mf.Manager, Operation: op}, t
 		}
 	}
-	if best != nil {
-		return *best
-	}
-	if replayed == nil {
-		return Writer{Admission: "mutating admission (not replayed: no admission view configured)"}
-	}
-	if replayed.err != nil {
-		return Writer{Admission: "mutating admission (replay failed: " + replayed.err.Error() + ")"}
-	}
-	names := replayed.changers(ptr)
-	if len(names) == 0 {
-		return Writer{Admission: "mutating admission not visible offline (a webhook truce cannot call, or a policy changed since)"}
-	}
-	return Writer{Admission: strings.Join(names, ", ")}
+	return best
 }
 
 // replay is the offline admission chain's answer to one of truce's

@@ -12,6 +12,7 @@ type PrometheusMetrics struct {
 	writes    prometheus.Counter
 	contested prometheus.Gauge
 	contests  *prometheus.CounterVec
+	reverted  *prometheus.CounterVec
 }
 
 // NewMetrics registers the sync metrics with reg.
@@ -29,8 +30,10 @@ func NewMetrics(reg prometheus.Registerer) (*PrometheusMetrics, error) {
 			Help: "Fields truce does not write because another writer keeps changing them."}),
 		contests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "truce_sync_contests_total",
 			Help: "Fields found contested, by kind of the other writer (admission or a field manager operation)."}, []string{"writer"}),
+		reverted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "truce_sync_manual_edits_reverted_total",
+			Help: "Fields people edited outside Git (kubectl and the --human-field-manager managers) that truce wrote back, by field manager."}, []string{"manager"}),
 	}
-	for _, c := range []prometheus.Collector{m.passes, m.duration, m.objects, m.writes, m.contested, m.contests} {
+	for _, c := range []prometheus.Collector{m.passes, m.duration, m.objects, m.writes, m.contested, m.contests, m.reverted} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -68,4 +71,9 @@ func (m *PrometheusMetrics) Contested(c Contest) {
 		w = c.Writer.Operation
 	}
 	m.contests.WithLabelValues(w).Inc()
+}
+
+// Reverted implements Metrics.
+func (m *PrometheusMetrics) Reverted(e ManualEdit) {
+	m.reverted.WithLabelValues(e.Writer.Manager).Inc()
 }

@@ -232,6 +232,7 @@ func TestOptionsValidate(t *testing.T) {
 		"backoff":      func(o *Options) { o.Backoff.Factor = 0.5 },
 		"concurrency":  func(o *Options) { o.Concurrency = 0 },
 		"offline only": func(o *Options) { o.Drift = DriftOffline },
+		"empty person": func(o *Options) { o.Loop.HumanFieldManagers = []string{"k9s", ""} },
 	} {
 		o := DefaultOptions()
 		mutate(&o)

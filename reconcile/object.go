@@ -91,7 +91,10 @@ func (r *Reconciler) syncObject(ctx context.Context, p *pass, d *desired) Object
 		out.Action = Unchanged
 		return out
 	}
-	if reached := r.observe(d.ref, drifted, predicted); len(reached) > 0 && !r.opts.DryRun {
+	// A person's edit is written back on every pass, never counted: only
+	// automated writers are contested.
+	edits, fought := r.editsByPeople(d.ref, live, predicted, drifted)
+	if reached := r.observe(d.ref, fought, predicted); len(reached) > 0 && !r.opts.DryRun {
 		for _, ptr := range reached {
 			c := r.contest(ctx, p, d, live, payload, predicted, ptr)
 			out.Contested = append(out.Contested, c)
@@ -107,11 +110,14 @@ func (r *Reconciler) syncObject(ctx context.Context, p *pass, d *desired) Object
 		}
 	}
 	out.Drifted = drifted
+	out.Reverted = edits
 	if !r.opts.DryRun {
 		if _, err := r.apply(ctx, p, payload); err != nil {
+			out.Reverted = nil
 			return fail(describeApplyErr("applying", err))
 		}
 		r.wroteFields(d.ref, drifted, predicted)
+		r.reverted(edits)
 	}
 	out.Action = Configured
 	return out

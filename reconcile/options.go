@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/truce-dev/truce/drift/ignore"
@@ -66,6 +67,11 @@ type LoopOptions struct {
 	Threshold int
 	// Window bounds how far back changes count.
 	Window time.Duration
+	// HumanFieldManagers name the field managers whose writes are people's
+	// edits, besides kubectl's (see IsHuman); a name matches the managers
+	// that start with it. A person's edit is reverted on every pass and
+	// never counted: only automated writers are contested.
+	HumanFieldManagers []string
 }
 
 // DefaultLoopOptions: three changes within an hour.
@@ -135,6 +141,9 @@ func (o Options) validate() error {
 	}
 	if o.Loop.Threshold < 0 || (o.Loop.Threshold > 0 && o.Loop.Window <= 0) {
 		return fmt.Errorf("loop breaker: threshold must be >= 0 and the window positive")
+	}
+	if slices.Contains(o.Loop.HumanFieldManagers, "") {
+		return fmt.Errorf("human field managers: an empty name would match every field manager")
 	}
 	if o.Concurrency < 1 {
 		return fmt.Errorf("concurrency must be at least 1")

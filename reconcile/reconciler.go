@@ -225,6 +225,7 @@ func (r *Reconciler) reconcile(ctx context.Context) (*Result, error) {
 			res.Errors = append(res.Errors, fmt.Sprintf("%s: %s", o.Ref, o.Error))
 		}
 		res.Contested = append(res.Contested, o.Contested...)
+		res.Reverted = append(res.Reverted, o.Reverted...)
 	}
 	// Contests of objects no longer in Git are dropped with them.
 	res.Contested = sortedContests(res.Contested)
@@ -251,7 +252,7 @@ func (r *Reconciler) reconcile(ctx context.Context) (*Result, error) {
 	st := &Status{
 		Source: r.source.String(), Revision: snap.Revision, LastSync: r.now(),
 		Applied: res.Count(Created) + res.Count(Configured), Unchanged: res.Count(Unchanged),
-		Pruned: len(res.Pruned), Failed: res.Count(Failed), Contested: res.Contested, Errors: res.Errors,
+		Pruned: len(res.Pruned), Failed: res.Count(Failed), Contested: res.Contested, Reverted: res.Reverted, Errors: res.Errors,
 		State: State{Inventory: inventory, Contested: res.Contested},
 	}
 	if len(res.Errors) == 0 {

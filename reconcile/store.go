@@ -28,8 +28,10 @@ type Status struct {
 	Applied, Unchanged        int
 	Pruned, Failed            int
 	Contested                 []Contest
-	Errors                    []string
-	State                     State
+	// Reverted are the people's edits the pass wrote back.
+	Reverted []ManualEdit
+	Errors   []string
+	State    State
 }
 
 // Store keeps a sync's State and publishes its Status. Load returns an
@@ -103,6 +105,8 @@ type Recorder interface {
 type Metrics interface {
 	Pass(result *Result, err error)
 	Contested(c Contest)
+	// Reverted counts a person's edit written back.
+	Reverted(e ManualEdit)
 }
 
 type nopRecorder struct{}
@@ -113,3 +117,4 @@ type nopMetrics struct{}
 
 func (nopMetrics) Pass(*Result, error) {}
 func (nopMetrics) Contested(Contest)   {}
+func (nopMetrics) Reverted(ManualEdit) {}

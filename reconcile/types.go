@@ -33,7 +33,10 @@ type ObjectResult struct {
 	Ignored []IgnoredField `json:"ignored,omitempty"`
 	// Contested are the fields truce no longer writes on this object.
 	Contested []Contest `json:"contested,omitempty"`
-	Error     string    `json:"error,omitempty"`
+	// Reverted are the fields people edited outside Git that the pass
+	// wrote back (in a dry run: would write back).
+	Reverted []ManualEdit `json:"reverted,omitempty"`
+	Error    string       `json:"error,omitempty"`
 	// Note explains a Skipped object (e.g. a copy that is not pruned).
 	Note string `json:"note,omitempty"`
 }
@@ -73,6 +76,19 @@ func (w Writer) String() string {
 		return "field manager " + w.Manager + " (" + w.Operation + ")"
 	}
 	return "an unknown writer"
+}
+
+// ManualEdit is a field a person changed outside Git (a field manager
+// LoopOptions.IsHuman tells): truce writes Git's value back on every
+// pass and never contests it.
+type ManualEdit struct {
+	Ref     cluster.Ref `json:"ref"`
+	Pointer string      `json:"pointer"`
+	// Writer is the person's field manager and operation.
+	Writer Writer `json:"writer"`
+	// Git is the value written back; Live the person's.
+	Git  any `json:"git,omitempty"`
+	Live any `json:"live,omitempty"`
 }
 
 // Contest is a field truce stopped writing because another writer keeps
@@ -120,6 +136,8 @@ type Result struct {
 	// Contested lists every contested field, also those of earlier passes
 	// still in force.
 	Contested []Contest `json:"contested,omitempty"`
+	// Reverted lists the people's edits the pass wrote back.
+	Reverted []ManualEdit `json:"reverted,omitempty"`
 	// Errors are the problems that stopped part of the pass; the pass is
 	// not synced while there are any.
 	Errors   []string      `json:"errors,omitempty"`

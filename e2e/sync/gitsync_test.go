@@ -276,7 +276,7 @@ data: {"not a key": x}
 		t.Errorf("after the prune: inventory %v", got)
 	}
 	e.checkGitSyncColumns(e.ns, "sync", map[string]string{
-		"Name": "sync", "Ready": "True", "Revision": "main@sha1:4", "Applied": "1", "Pruned": "1", "Contested": "0",
+		"Name": "sync", "Ready": "True", "Revision": "main@sha1:4", "Applied": "1", "Pruned": "1", "Contested": "0", "Reverted": "0",
 		"Status": "Applied revision main@sha1:4: 1 applied, 0 unchanged, 1 pruned",
 	})
 
@@ -319,7 +319,7 @@ func (e *env) checkGitSyncColumns(namespace, name string, want map[string]string
 		names = append(names, col.Name)
 		cells[col.Name] = fmt.Sprint(table.Rows[0].Cells[i])
 	}
-	if got := strings.Join(names, " "); got != "Name Ready Revision Applied Pruned Contested Age Status" {
+	if got := strings.Join(names, " "); got != "Name Ready Revision Applied Pruned Contested Reverted Age Status" {
 		e.t.Errorf("Table columns %s", got)
 	}
 	for col, v := range want {
@@ -353,15 +353,15 @@ func (e *env) checkGitSyncColumns(namespace, name string, want map[string]string
 		e.t.Fatalf("kubectl get gitsync -o wide:\n%s", out)
 	}
 	head, row := strings.Fields(lines[0]), strings.Fields(lines[1])
-	if strings.Join(head, " ") != "NAME READY REVISION APPLIED PRUNED CONTESTED AGE STATUS" || len(row) < 7 {
+	if strings.Join(head, " ") != "NAME READY REVISION APPLIED PRUNED CONTESTED REVERTED AGE STATUS" || len(row) < 8 {
 		e.t.Fatalf("kubectl get gitsync -o wide:\n%s", out)
 	}
-	for i, col := range []string{"Name", "Ready", "Revision", "Applied", "Pruned", "Contested"} {
+	for i, col := range []string{"Name", "Ready", "Revision", "Applied", "Pruned", "Contested", "Reverted"} {
 		if row[i] != want[col] {
 			e.t.Errorf("kubectl column %s: %q, want %q\n%s", strings.ToUpper(col), row[i], want[col], out)
 		}
 	}
-	if status := strings.Join(row[7:], " "); status != want["Status"] {
+	if status := strings.Join(row[8:], " "); status != want["Status"] {
 		e.t.Errorf("kubectl column STATUS: %q, want %q\n%s", status, want["Status"], out)
 	}
 }

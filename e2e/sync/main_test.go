@@ -13,6 +13,11 @@
 //     fights it; the loop breaker stops after Threshold writes, names the
 //     policy and records a Contested Event; the policy's binding going away
 //     lifts the contest.
+//   - TestPeopleAreRevertedNeverContested: five kubectl edits of one field
+//     (scale, edit, patch, apply, apply --server-side, run against the
+//     server) are written back five times and never contested, each an
+//     Event, a metric and the GitSync's count; a controller changing the
+//     field is contested and named.
 //   - TestIgnoreStripHPA, TestIgnoreAdoptKubectlEdit: ignore rules against
 //     another Apply manager (strip) and an Update manager (adopt).
 //   - TestPruneSkipsCopies: prune deletes what left Git and names itself,

@@ -50,8 +50,10 @@ admission and about the other writers of each object: drift is what the API
 server would store (a server-side apply dry run, or truce's offline admission
 chain), ignore rules strip or adopt fields (Flux semantics), a field truce has
 to write back again and again is contested (truce stops writing it, names the
-other writer and the fix), and prune deletes only what truce applied and left
-Git.
+other writer and the fix) — unless people write it: edits by kubectl (field
+managers kubectl and kubectl-*) and the --human-field-manager tools are written
+back on every pass and never contested — and prune deletes only what truce
+applied and left Git.
 
 SOURCE is a Git URL (https://, ssh://, git@host:path, file://, http://) with an
 optional //sub/path and ?ref=branch-tag-or-commit, or the path of a local
@@ -118,6 +120,7 @@ contested, 2 error.`,
 	f.StringSliceVar(&o.ignoreFiles, "ignore", nil, "a Flux Kustomization (spec.ignore) or Argo CD Application (spec.ignoreDifferences) whose ignore rules apply (repeatable)")
 	f.IntVar(&o.Loop.Threshold, "loop-threshold", def.Loop.Threshold, "changes of a field truce wrote, within --loop-window, after which it is contested and no longer written; 0 turns the loop breaker off")
 	f.DurationVar(&o.Loop.Window, "loop-window", def.Loop.Window, "how far back changes count for --loop-threshold")
+	f.StringSliceVar(&o.Loop.HumanFieldManagers, "human-field-manager", nil, "a field manager whose writes are people's edits, as kubectl's (kubectl, kubectl-*) are: they are written back on every pass and never contested; matches the managers that start with it, as Flux's --override-manager (repeatable; e.g. k9s)")
 	f.DurationVar(&o.Backoff.Initial, "backoff-initial", def.Backoff.Initial, "the wait after a pass that wrote or failed")
 	f.Float64Var(&o.Backoff.Factor, "backoff-factor", def.Backoff.Factor, "the factor the wait grows by with every such pass in a row")
 	f.DurationVar(&o.Backoff.Max, "backoff-max", def.Backoff.Max, "the longest wait")
@@ -315,6 +318,14 @@ func writeSyncText(w io.Writer, rep syncReport, inProcess bool) error {
 				p = "(the whole object)"
 			}
 			fmt.Fprintf(w, "      ignored:   %s (%s) by %s\n", p, ig.Treatment, ig.Rule)
+		}
+		for _, e := range o.Reverted {
+			done := "reverted"
+			if res.DryRun {
+				done = "a pass reverts it"
+			}
+			fmt.Fprintf(w, "      edited:    %s outside Git by field manager %s (%s): %s to Git's value\n",
+				e.Pointer, e.Writer.Manager, e.Writer.Operation, done)
 		}
 		for _, c := range o.Contested {
 			fmt.Fprintf(w, "      contested: %s: %s changed it back %d times since %s; truce no longer writes it\n",

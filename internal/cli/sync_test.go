@@ -268,6 +268,48 @@ func TestSyncDriftAndContest(t *testing.T) {
 	}
 }
 
+// A field people edit (kubectl, or a tool --human-field-manager names) is
+// written back and never contested, even with the loop breaker at 1;
+// another field manager's change is contested.
+func TestSyncPeopleAreReverted(t *testing.T) {
+	repo := syncRepo(t, map[string]string{"app.yaml": syncApp})
+	mem := newSyncCluster(t)
+	if _, errOut, code := runSyncOn(t, mem, repo, "--once"); code != exitOK {
+		t.Fatalf("first pass: exit %d: %s", code, errOut)
+	}
+	web := cluster.Ref{GroupVersionKind: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, Namespace: "shop", Name: "web"}
+	for _, tt := range []struct {
+		name, manager string
+		args          []string
+		code          int
+		want          string
+	}{
+		{"a dry run", "kubectl-edit", []string{"--dry-run"}, exitFound,
+			"edited:    /spec/replicas outside Git by field manager kubectl-edit (Update): a pass reverts it to Git's value"},
+		{"kubectl", "kubectl-edit", nil, exitOK, "edited:    /spec/replicas outside Git by field manager kubectl-edit (Update): reverted to Git's value"},
+		{"a tool the flag names", "k9s", []string{"--human-field-manager", "k9s"}, exitOK,
+			"edited:    /spec/replicas outside Git by field manager k9s (Update): reverted"},
+		{"the same tool unnamed", "k9s", nil, exitFound, "contested: /spec/replicas: field manager k9s (Update) changed it back 1 times"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			obj, err := mem.Get(context.Background(), web)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := unstructured.SetNestedField(obj.Object, int64(9), "spec", "replicas"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := mem.Update(context.Background(), obj, cluster.WriteOptions{FieldManager: tt.manager}); err != nil {
+				t.Fatal(err)
+			}
+			out, errOut, code := runSyncOn(t, mem, append([]string{repo, "--once", "--loop-threshold", "1"}, tt.args...)...)
+			if code != tt.code || !strings.Contains(out, tt.want) {
+				t.Fatalf("exit %d (want %d), output lacks %q:\n%s%s", code, tt.code, tt.want, out, errOut)
+			}
+		})
+	}
+}
+
 func TestSyncIgnoreRules(t *testing.T) {
 	repo := syncRepo(t, map[string]string{"app.yaml": syncApp})
 	dir := t.TempDir()

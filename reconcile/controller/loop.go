@@ -206,7 +206,7 @@ func (l *Loop) report(ctx context.Context, res *reconcile.Result, err error, del
 	l.log.Info("pass", "revision", res.Revision, "outcome", verdict(res),
 		"created", res.Count(reconcile.Created), "configured", res.Count(reconcile.Configured),
 		"unchanged", res.Count(reconcile.Unchanged), "pruned", len(res.Pruned), "skipped", res.Count(reconcile.Skipped),
-		"failed", res.Count(reconcile.Failed), "contested", len(res.Contested), "writes", res.Writes,
+		"failed", res.Count(reconcile.Failed), "contested", len(res.Contested), "reverted", len(res.Reverted), "writes", res.Writes,
 		"duration", res.Duration.String(), "next", next(delay), "attempt", attempt)
 	for _, o := range res.Objects {
 		if o.Action == reconcile.Unchanged && len(o.Ignored) == 0 {
@@ -234,6 +234,10 @@ func (l *Loop) report(ctx context.Context, res *reconcile.Result, err error, del
 			continue
 		}
 		l.log.Info("object", attrs...)
+	}
+	for _, e := range res.Reverted {
+		l.log.Warn("edited outside Git", "ref", e.Ref.String(), "field", e.Pointer, "manager", e.Writer.Manager,
+			"operation", e.Writer.Operation, "reverted", !res.DryRun)
 	}
 	for _, c := range res.Contested {
 		l.log.Warn("contested", "ref", c.Ref.String(), "field", c.Pointer, "writer", c.Writer.String(),

@@ -64,6 +64,7 @@ func TestSchemaKeepsEverything(t *testing.T) {
 	def, structural, validator := crdSchema(t)
 	opts := reconcile.DefaultOptions()
 	opts.Prune = true
+	opts.Loop.HumanFieldManagers = []string{"k9s", "Lens"}
 	opts.Rules = []ignore.Rule{
 		{Tool: ignore.Flux, Source: "ks.yaml:1", Field: "spec.ignore[0]", JSONPointers: []string{"/spec/replicas"},
 			Target: ignore.Target{Group: "apps", Version: "v1", Kind: "Deployment", Name: "web", Namespace: "shop", LabelSelector: "a=b", AnnotationSelector: "c=d"}},
@@ -76,6 +77,8 @@ func TestSchemaKeepsEverything(t *testing.T) {
 	adm := contest(deployment, "/metadata/labels/x", reconcile.Writer{Admission: "MutatingAdmissionPolicy/p (binding b)"}, nil, "y")
 	st := &reconcile.Status{Source: "fleet", Revision: "main@sha1:2", AppliedRevision: "main@sha1:1", LastSync: since,
 		Applied: 1, Unchanged: 2, Pruned: 3, Failed: 4, Errors: []string{"e"}, Contested: []reconcile.Contest{hpa, adm},
+		Reverted: []reconcile.ManualEdit{{Ref: deployment, Pointer: "/spec/replicas", Writer: reconcile.Writer{Manager: "kubectl", Operation: "Update scale"},
+			Git: int64(3), Live: map[string]any{"a": []any{1.5, nil}}}},
 		State: reconcile.State{Inventory: []cluster.Ref{namespace, crd, deployment}, Contested: []reconcile.Contest{hpa, adm}}}
 	store := NewStore(client, "truce-system", "app", spec)
 	if err := store.Save(context.Background(), st); err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -268,6 +269,7 @@ func NewStatus(st *reconcile.Status, prev *Status, generation int64) *Status {
 		next.LastSyncTime = &t
 	}
 	next.Inventory = inventoryOf(st.State.Inventory)
+	next.ManualEdits = manualEdits(prev.ManualEdits, st.Reverted, st.LastSync)
 	for _, c := range st.State.Contested {
 		next.Contested = append(next.Contested, ContestedField{
 			Object: objectRefOf(c.Ref), Source: c.Source, Field: c.Pointer,
@@ -281,6 +283,19 @@ func NewStatus(st *reconcile.Status, prev *Status, generation int64) *Status {
 		c.ObservedGeneration = generation
 		meta.SetStatusCondition(&next.Conditions, c)
 	}
+	return next
+}
+
+// manualEdits adds the edits a pass reverted at t to the count of prev
+// and shows the last of them.
+func manualEdits(prev ManualEdits, reverted []reconcile.ManualEdit, t time.Time) ManualEdits {
+	if len(reverted) == 0 {
+		return prev
+	}
+	next := ManualEdits{Reverted: prev.Reverted + len(reverted)}
+	e := reverted[len(reverted)-1]
+	next.Last = &ManualEdit{Object: objectRefOf(e.Ref), Field: e.Pointer,
+		Writer: Writer{Manager: e.Writer.Manager, Operation: e.Writer.Operation}, Git: e.Git, Live: e.Live, Time: metav1.NewTime(t)}
 	return next
 }
 

@@ -213,6 +213,7 @@ func TestSaveWritesSpecAndStatus(t *testing.T) {
 		"spec.drift":                   "server",
 		"spec.loop.threshold":          "3",
 		"spec.loop.window":             "1h0m0s",
+		"spec.loop.humanFieldManagers": "[kubectl]",
 		"spec.backoff.initial":         "2s",
 		"spec.backoff.factor":          "3",
 		"spec.backoff.max":             "5m0s",
@@ -225,6 +226,7 @@ func TestSaveWritesSpecAndStatus(t *testing.T) {
 		"status.counts.pruned":         "1",
 		"status.counts.failed":         "0",
 		"status.counts.contested":      "0",
+		"status.manualEdits.reverted":  "0",
 	} {
 		if got := str(strings.Split(path, ".")...); got != want {
 			t.Errorf("%s = %s, want %s", path, got, want)
@@ -508,5 +510,52 @@ func TestSaveInventoryKeepsTheRest(t *testing.T) {
 	}
 	if got, err := store2.Load(ctx); err != nil || len(got.Inventory) != 1 || got.Inventory[0] != deployment {
 		t.Errorf("Load after SaveInventory on a new object = %+v, %v", got, err)
+	}
+}
+
+// The people's edits truce wrote back add up across passes and restarts
+// (a new store reads the count from the status), with the last one shown;
+// a failed pass keeps them.
+func TestManualEditsAddUp(t *testing.T) {
+	srv, client := newFake(t)
+	ctx := context.Background()
+	edit := func(ptr, manager, op string, git, live any) reconcile.ManualEdit {
+		return reconcile.ManualEdit{Ref: deployment, Pointer: ptr, Writer: reconcile.Writer{Manager: manager, Operation: op}, Git: git, Live: live}
+	}
+	pass := func(store *Store, at time.Time, edits ...reconcile.ManualEdit) ManualEdits {
+		t.Helper()
+		st := &reconcile.Status{Source: "fleet", Revision: "main@sha1:1", AppliedRevision: "main@sha1:1", LastSync: at, Reverted: edits,
+			State: reconcile.State{Inventory: []cluster.Ref{deployment}}}
+		if err := store.Save(ctx, st); err != nil {
+			t.Fatal(err)
+		}
+		got, err := statusOf(srv.obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.ManualEdits
+	}
+	store := NewStore(client, "truce-system", "app", testSpec())
+	if got := pass(store, since); got.Reverted != 0 || got.Last != nil {
+		t.Fatalf("no edits: %+v", got)
+	}
+	got := pass(store, since.Add(time.Minute), edit("/spec/replicas", "kubectl", "Update scale", int64(3), int64(7)),
+		edit("/metadata/labels/tier", "kubectl-label", "Update", "web", "canary"))
+	want := ManualEdits{Reverted: 2, Last: &ManualEdit{Object: ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
+		Field: "/metadata/labels/tier", Writer: Writer{Manager: "kubectl-label", Operation: "Update"}, Git: "web", Live: "canary",
+		Time: metav1.NewTime(since.Add(time.Minute))}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("two edits (-want +got):\n%s", diff)
+	}
+	if got := pass(store, since.Add(2*time.Minute)); !cmp.Equal(got, want) {
+		t.Fatalf("a pass without edits changed them: %+v", got)
+	}
+	if err := store.RecordFailure(ctx, errors.New("git unreachable")); err != nil {
+		t.Fatal(err)
+	}
+	restarted := NewStore(client, "truce-system", "app", testSpec())
+	got = pass(restarted, since.Add(3*time.Minute), edit("/spec/replicas", "k9s", "Update", int64(3), int64(1)))
+	if got.Reverted != 3 || got.Last == nil || got.Last.Writer.Manager != "k9s" || got.Last.Live != int64(1) {
+		t.Fatalf("after a failure and a restart: %+v", got)
 	}
 }

@@ -77,6 +77,9 @@ type IgnoreRule struct {
 type LoopSpec struct {
 	Threshold int    `json:"threshold"`
 	Window    string `json:"window,omitempty"`
+	// HumanFieldManagers are the field managers whose writes are people's
+	// edits, kubectl first: reverted on every pass, never contested.
+	HumanFieldManagers []string `json:"humanFieldManagers,omitempty"`
 }
 
 // BackoffSpec is the self-heal schedule.
@@ -96,7 +99,8 @@ func SpecFor(src manifest.GitSource, opts reconcile.Options, interval time.Durat
 		Drift:        string(opts.Drift),
 		FieldManager: opts.FieldManager,
 		Admission:    admissionFiles,
-		Loop:         LoopSpec{Threshold: opts.Loop.Threshold},
+		Loop: LoopSpec{Threshold: opts.Loop.Threshold,
+			HumanFieldManagers: append([]string{reconcile.KubectlFieldManager}, opts.Loop.HumanFieldManagers...)},
 		Backoff: BackoffSpec{Initial: opts.Backoff.Initial.String(), Factor: opts.Backoff.Factor,
 			Max: opts.Backoff.Max.String()},
 	}
@@ -154,6 +158,7 @@ type Status struct {
 	LastSyncTime          *metav1.Time       `json:"lastSyncTime,omitempty"`
 	Counts                Counts             `json:"counts"`
 	Contested             []ContestedField   `json:"contested,omitempty"`
+	ManualEdits           ManualEdits        `json:"manualEdits"`
 	Inventory             *Inventory         `json:"inventory,omitempty"`
 	Conditions            []metav1.Condition `json:"conditions,omitempty"`
 }
@@ -166,6 +171,23 @@ type Counts struct {
 	Pruned    int `json:"pruned"`
 	Failed    int `json:"failed"`
 	Contested int `json:"contested"`
+}
+
+// ManualEdits counts the fields people edited outside Git that truce
+// wrote back, since the GitSync was created, and shows the last one.
+type ManualEdits struct {
+	Reverted int         `json:"reverted"`
+	Last     *ManualEdit `json:"last,omitempty"`
+}
+
+// ManualEdit is a reconcile.ManualEdit as the status shows it.
+type ManualEdit struct {
+	Object ObjectRef   `json:"object"`
+	Field  string      `json:"field"`
+	Writer Writer      `json:"writer"`
+	Git    any         `json:"git,omitempty"`
+	Live   any         `json:"live,omitempty"`
+	Time   metav1.Time `json:"time"`
 }
 
 // ObjectRef names an object as kubectl does.
