@@ -275,7 +275,7 @@ func reportObject(o *simulate.Object, res *simulate.Result) report.Object {
 }
 
 func reportFix(c *fix.Candidate, verdict string) report.Fix {
-	f := report.Fix{Kind: c.Kind, Title: c.Title, Description: c.Description, Warning: c.Warning,
+	f := report.Fix{Kind: string(c.Kind), Title: c.Title, Description: c.Description, Warning: c.Warning,
 		Verified: verdict == string(simulate.Synced), Verdict: verdict}
 	for _, p := range c.Paths() {
 		f.Edits = append(f.Edits, report.Edit{Path: p, New: c.Before[p] == nil, Diff: c.Diff(p)})

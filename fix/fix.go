@@ -26,20 +26,30 @@ import (
 
 	"github.com/pmezard/go-difflib/difflib"
 
+	"github.com/truce-dev/truce/drift"
 	"github.com/truce-dev/truce/fix/yamledit"
 	"github.com/truce-dev/truce/gitops"
 	"github.com/truce-dev/truce/manifest"
 	"github.com/truce-dev/truce/simulate"
 )
 
+// Kind names a kind of fix; the names are drift's, shared with truce
+// sync's advice.
+type Kind = drift.FixKind
+
 // Kinds of fixes, in order of preference.
 const (
-	KindGitValue           = "git-value"
-	KindValidatingPolicy   = "validating-policy"
-	KindServerSideDiff     = "argocd-server-side-diff"
-	KindIgnoreRule         = "ignore-rule"
-	KindTrackingAnnotation = "tracking-annotation"
+	KindGitValue           = drift.FixGitValue
+	KindValidatingPolicy   = drift.FixValidatingPolicy
+	KindServerSideDiff     = drift.FixServerSideDiff
+	KindIgnoreRule         = drift.FixIgnoreRule
+	KindTrackingAnnotation = drift.FixTrackingAnnotation
 )
+
+// Kinds lists every kind of fix, in order of preference.
+func Kinds() []Kind {
+	return []Kind{KindGitValue, KindValidatingPolicy, KindServerSideDiff, KindIgnoreRule, KindTrackingAnnotation}
+}
 
 // Problem is an object that does not settle, with what a fix needs to know.
 type Problem struct {
@@ -59,7 +69,8 @@ type Problem struct {
 
 // Candidate is one proposed fix.
 type Candidate struct {
-	Kind, Title, Description, Warning string
+	Kind                        Kind
+	Title, Description, Warning string
 	// Files holds the new content of every file the fix writes; Before the
 	// old content (nil for files it creates).
 	Files  map[string][]byte
@@ -102,7 +113,7 @@ func Candidates(p Problem, read Reader) (out []*Candidate, skipped []string) {
 	}
 	e := &editor{read: read, files: map[string]*yamledit.File{}}
 	o := p.Object
-	add := func(kind string, c *Candidate, err error) {
+	add := func(kind Kind, c *Candidate, err error) {
 		if err != nil {
 			skipped = append(skipped, fmt.Sprintf("%s: %v", kind, err))
 			return

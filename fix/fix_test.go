@@ -114,7 +114,7 @@ func TestCandidatesForAnAdmissionLoop(t *testing.T) {
 	cands, skipped := Candidates(p, read)
 	var kinds []string
 	for _, c := range cands {
-		kinds = append(kinds, c.Kind)
+		kinds = append(kinds, string(c.Kind))
 	}
 	if got := strings.Join(kinds, ","); got != "git-value,validating-policy,argocd-server-side-diff,ignore-rule" {
 		t.Fatalf("kinds %s (skipped %v)", got, skipped)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -59,24 +60,28 @@ Exit status: 0 everything settles after the fixes, 1 something still does not,
 	f := cmd.Flags()
 	o.clusterFlags.register(f)
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the changes instead of writing them")
-	f.StringSliceVar(&o.kinds, "kind", nil, "fix kinds to use, in order: "+strings.Join(fixKinds, ", ")+" (default: the first verified)")
+	f.StringSliceVar(&o.kinds, "kind", nil, "fix kinds to use, in order: "+fixKindList()+" (default: the first verified)")
 	f.StringVar(&o.object, "object", "", "fix only objects whose name (Kind[.group]/namespace/name) contains this")
 	f.DurationVar(&o.window, "window", time.Hour, "the simulated window, as for check")
 	f.IntVar(&o.rounds, "rounds", 16, "reconciliations simulated write by write, as for check")
 	return cmd
 }
 
-var fixKinds = []string{fix.KindGitValue, fix.KindValidatingPolicy, fix.KindServerSideDiff, fix.KindIgnoreRule, fix.KindTrackingAnnotation}
+func fixKindList() string {
+	var names []string
+	for _, k := range fix.Kinds() {
+		names = append(names, string(k))
+	}
+	return strings.Join(names, ", ")
+}
 
 func runFix(ctx context.Context, cmd *cobra.Command, o *fixOptions, args []string) error {
+	var kinds []fix.Kind
 	for _, k := range o.kinds {
-		found := false
-		for _, known := range fixKinds {
-			found = found || k == known
+		if !slices.Contains(fix.Kinds(), fix.Kind(k)) {
+			return fmt.Errorf("unknown --kind %q (want %s)", k, fixKindList())
 		}
-		if !found {
-			return fmt.Errorf("unknown --kind %q (want %s)", k, strings.Join(fixKinds, ", "))
-		}
+		kinds = append(kinds, fix.Kind(k))
 	}
 	for _, a := range args {
 		if _, ok := manifest.ParseGitArg(a); ok {
@@ -105,15 +110,15 @@ func runFix(ctx context.Context, cmd *cobra.Command, o *fixOptions, args []strin
 		if o.object != "" && !strings.Contains(name, o.object) {
 			continue
 		}
-		kind := ""
-		if len(o.kinds) == 0 {
+		var kind fix.Kind
+		if len(kinds) == 0 {
 			if pf.Chosen == nil {
 				fmt.Fprintf(out, "%s %s (%s): no verified fix\n", pf.Verdict, name, unitLabel(pf.Tool, pf.Unit))
 				continue
 			}
 			kind = pf.Chosen.Kind
 		} else {
-			for _, k := range o.kinds {
+			for _, k := range kinds {
 				for _, c := range pf.Candidates {
 					if c.Kind == k && kind == "" {
 						kind = k
