@@ -117,11 +117,8 @@ func Split(in Input) (*Repository, error) {
 		r.Sources[o.Source] = m.Source
 	}
 	var rules []ignore.Rule
-	for _, app := range settings.Applications {
-		rules = append(rules, settings.ArgoRules(app)...)
-	}
-	for _, k := range settings.Kustomizations {
-		rules = append(rules, k.Rules()...)
+	for _, tool := range []ignore.Tool{ignore.ArgoCD, ignore.Flux} {
+		rules = append(rules, settings.ComparisonFor(gitops.Unit{Tool: tool}).Rules...)
 	}
 	if set, err := ignore.Compile(rules, ignore.Options{}); err == nil {
 		objs := make([]*unstructured.Unstructured, len(r.Desired))

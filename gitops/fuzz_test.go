@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/truce-dev/truce/drift/ignore"
 )
 
 // FuzzDiscover feeds arbitrary setting strings (annotations, argocd-cm
@@ -51,7 +53,7 @@ func FuzzDiscover(f *testing.F) {
 			t.Fatalf("rest %d, settings %+v", len(rest), s)
 		}
 		for _, app := range s.Applications {
-			_ = s.ArgoRules(app)
+			_ = s.ComparisonFor(Unit{Tool: ignore.ArgoCD, App: app})
 		}
 	})
 }

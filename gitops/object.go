@@ -39,22 +39,6 @@ type Settings struct {
 	Warnings      []Warning
 }
 
-// ArgoRules returns every ignore rule that applies to the resources of an
-// Application, in the order Argo CD applies them: the Application's
-// ignoreDifferences, the per-resource annotations, then the argocd-cm
-// overrides (including the implied status rule).
-func (s *Settings) ArgoRules(app *ArgoApplication) []ignore.Rule {
-	var out []ignore.Rule
-	if app != nil {
-		out = append(out, app.Rules()...)
-	}
-	out = append(out, s.ResourceRules...)
-	if s.ArgoConfig != nil {
-		out = append(out, s.ArgoConfig.Rules()...)
-	}
-	return out
-}
-
 // Discover separates the GitOps settings in objs from the ordinary
 // manifests, which it returns in their original order. Applications,
 // Kustomizations, argocd-cm and argocd-cmd-params-cm are settings; every
