@@ -156,9 +156,12 @@ func junitDetails(run *Run, o *Object) string {
 	}
 	fmt.Fprintf(&b, "\n%s\n", sentence(o.Reason))
 	if l := o.Loop; l != nil {
-		fmt.Fprintf(&b, "\nLoop\n  fields:  %s\n  writers: %s (GitOps tool) and %s (%s)\n  period:  %s, %s writes/hour\n",
-			strings.Join(l.Fields, ", "), l.Tool, l.Other, l.OtherKind,
-			clockDuration(l.Period), strconv.FormatFloat(l.WritesPerHour, 'f', -1, 64))
+		b.WriteString("\nLoop\n")
+		if len(l.Fields) > 0 {
+			fmt.Fprintf(&b, "  fields:  %s\n", strings.Join(l.Fields, ", "))
+		}
+		fmt.Fprintf(&b, "  writers: %s (GitOps tool) and %s (%s)\n  period:  %s, %s writes/hour\n",
+			l.Tool, l.Other, l.OtherKind, clockDuration(l.Period), strconv.FormatFloat(l.WritesPerHour, 'f', -1, 64))
 	}
 	if len(o.Fields) > 0 {
 		b.WriteString("\nDifferences\n")

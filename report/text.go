@@ -141,7 +141,9 @@ func (p *printer) object(o Object, verbose bool) {
 		if fields == "/" {
 			fields = "the whole object (deleted and created again)"
 		}
-		p.line(fmt.Sprintf("    loop: %s", fields))
+		if fields != "" {
+			p.line(fmt.Sprintf("    loop: %s", fields))
+		}
 		p.line(fmt.Sprintf("      writers: %s and %s (%s)", l.Tool, l.Other, l.OtherKind))
 		if l.Period > 0 {
 			p.line(fmt.Sprintf("      pace: every %s at steady state, %.0f writes per hour; %d writes in the window", short(l.Period), l.WritesPerHour, o.Writes))
