@@ -22,7 +22,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
 
@@ -244,30 +243,6 @@ func (e *editor) doc(src manifest.Source) (*yamledit.File, int, error) {
 		return nil, 0, err
 	}
 	return f, i, nil
-}
-
-// docOf is doc for a "file:line" string.
-func (e *editor) docOf(source string) (*yamledit.File, int, error) {
-	src, err := parseSource(source)
-	if err != nil {
-		return nil, 0, err
-	}
-	return e.doc(src)
-}
-
-func parseSource(s string) (manifest.Source, error) {
-	if i := strings.Index(s, " (kustomization "); i >= 0 {
-		s = s[:i]
-	}
-	i := strings.LastIndex(s, ":")
-	if i <= 0 {
-		return manifest.Source{}, fmt.Errorf("%q names no line", s)
-	}
-	var line int
-	if _, err := fmt.Sscanf(s[i+1:], "%d", &line); err != nil || line <= 0 {
-		return manifest.Source{}, fmt.Errorf("%q names no line", s)
-	}
-	return manifest.Source{File: s[:i], Line: line}, nil
 }
 
 // candidate collects the edits made so far.

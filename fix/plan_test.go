@@ -7,6 +7,7 @@ import (
 	"github.com/truce-dev/truce/cluster"
 	"github.com/truce-dev/truce/drift"
 	"github.com/truce-dev/truce/gitops"
+	"github.com/truce-dev/truce/manifest"
 	"github.com/truce-dev/truce/simulate"
 )
 
@@ -25,7 +26,7 @@ func TestPlanAppliesFixesOneOverTheOther(t *testing.T) {
 		o := &simulate.Object{Ref: ref, InGit: true, Verdict: simulate.Loop,
 			Loop:  &simulate.LoopInfo{Fields: []string{field}, Other: "kube-controller-manager", OtherKind: "controller"},
 			Drift: &drift.Object{}}
-		return Problem{Tool: "flux", Object: o, Kustomization: &gitops.FluxKustomization{Name: "web", Source: "ks.yaml:1"}}
+		return Problem{Tool: "flux", Object: o, Kustomization: &gitops.FluxKustomization{Name: "web", Source: manifest.Source{File: "ks.yaml", Line: 1}}}
 	}
 	pl := NewPlan(read)
 	for _, p := range []Problem{problem("web", "/spec/replicas"), problem("api", "/spec/paused")} {

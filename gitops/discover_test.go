@@ -28,7 +28,7 @@ func TestDiscover(t *testing.T) {
 	}
 	var got []string
 	for _, o := range rest {
-		got = append(got, o.Source)
+		got = append(got, o.Position.String())
 	}
 	if strings.Join(got, " ") != "apps/web.yaml:12 apps/svc.yaml:1 apps/cm.yaml:1" {
 		t.Errorf("rest = %v", got)

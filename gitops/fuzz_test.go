@@ -45,7 +45,7 @@ func FuzzDiscover(f *testing.F) {
 			"apiVersion": "v1", "kind": "Service",
 			"metadata": map[string]any{"name": "s", "annotations": map[string]any{AnnotationIgnoreDifferences: annotation}},
 		}}
-		s, rest, err := Discover([]Object{{"a.yaml:1", app}, {"cm.yaml:1", cm}, {"k.yaml:1", ks}, {"s.yaml:1", res}})
+		s, rest, err := Discover([]Object{{Source: "a.yaml:1", Unstructured: app}, {Source: "cm.yaml:1", Unstructured: cm}, {Source: "k.yaml:1", Unstructured: ks}, {Source: "s.yaml:1", Unstructured: res}})
 		if err != nil {
 			return
 		}

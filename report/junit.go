@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/truce-dev/truce/simulate"
 )
 
 // JUnit XML, as CI test views (GitLab, Jenkins, GitHub test reporters,
@@ -104,7 +106,7 @@ func WriteJUnit(w io.Writer, r *Report) error {
 				c.Skipped = &junitFailure{Message: xmlText(o.Reason), Body: xmlText(junitDetails(run, o))}
 			default:
 				s.Failures++
-				c.Failure = &junitFailure{Message: xmlText(o.Reason), Type: xmlText(o.Verdict), Body: xmlText(junitDetails(run, o))}
+				c.Failure = &junitFailure{Message: xmlText(o.Reason), Type: xmlText(string(o.Verdict)), Body: xmlText(junitDetails(run, o))}
 			}
 			s.Cases = append(s.Cases, c)
 		}
@@ -226,7 +228,7 @@ func junitDetails(run *Run, o *Object) string {
 func writeFixText(b *strings.Builder, label string, f *Fix) {
 	state := "not verified"
 	if f.Verified {
-		state = "verified: " + cmp.Or(f.Verdict, "Synced")
+		state = "verified: " + string(cmp.Or(f.Verdict, simulate.Synced))
 	}
 	fmt.Fprintf(b, "%s (%s, %s): %s\n", label, f.Kind, state, f.Title)
 	if f.Description != "" {

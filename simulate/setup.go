@@ -10,6 +10,7 @@ import (
 	"github.com/truce-dev/truce/drift"
 	"github.com/truce-dev/truce/drift/ignore"
 	"github.com/truce-dev/truce/gitops"
+	"github.com/truce-dev/truce/manifest"
 )
 
 // Setup is one simulation to run: a GitOps tool with its settings, and the
@@ -20,8 +21,8 @@ type Setup struct {
 	// Kustomization ("" for the tool's defaults when the repository has no
 	// settings for it).
 	Tool, Unit string
-	// Source is where the unit is defined (file:line), "" for defaults.
-	Source  string
+	// Source is where the unit is defined, zero for defaults.
+	Source  manifest.Source
 	Desired []Desired
 	build   func(desired []Desired, kinds []schema.GroupVersionKind) (Tool, error)
 }
@@ -142,11 +143,7 @@ func under(desired []Desired, paths []string, units int) []Desired {
 	}
 	var out []Desired
 	for _, d := range desired {
-		file := d.Source
-		if i := strings.LastIndex(file, ":"); i > 0 {
-			file = file[:i]
-		}
-		file = path.Clean("/" + strings.ReplaceAll(file, "\\", "/"))
+		file := path.Clean("/" + strings.ReplaceAll(d.Source.File, "\\", "/"))
 		for _, p := range paths {
 			p = strings.Trim(path.Clean("/"+p), "/")
 			if p == "" || p == "." || strings.Contains(file, "/"+p+"/") {

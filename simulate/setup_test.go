@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/truce-dev/truce/gitops"
+	"github.com/truce-dev/truce/manifest"
 )
 
 // The setups take their diff strategy and ignore rules from
@@ -31,7 +32,8 @@ spec:
   ignore:
   - paths: [/spec/replicas]
 `)
-	in := []gitops.Object{{Source: "web.yaml:1", Unstructured: objs[0]}, {Source: "params.yaml:1", Unstructured: objs[1]}, {Source: "ks.yaml:1", Unstructured: objs[2]}}
+	at := func(file string) manifest.Source { return manifest.Source{File: file, Line: 1} }
+	in := []gitops.Object{{Position: at("web.yaml"), Unstructured: objs[0]}, {Position: at("params.yaml"), Unstructured: objs[1]}, {Position: at("ks.yaml"), Unstructured: objs[2]}}
 	tests := []struct {
 		name  string
 		objs  []gitops.Object
@@ -70,7 +72,7 @@ spec:
 			if err != nil {
 				t.Fatal(err)
 			}
-			desired := []Desired{{Object: rest[0].Unstructured, Source: rest[0].Source}}
+			desired := []Desired{{Object: rest[0].Unstructured, Source: rest[0].Position}}
 			setups, err := Setups(s, desired)
 			if err != nil {
 				t.Fatal(err)

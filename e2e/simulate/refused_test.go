@@ -18,6 +18,7 @@ import (
 	"github.com/truce-dev/truce/cluster/live"
 	"github.com/truce-dev/truce/cluster/memory"
 	"github.com/truce-dev/truce/e2e/apiserver"
+	"github.com/truce-dev/truce/manifest"
 	sim "github.com/truce-dev/truce/simulate"
 )
 
@@ -91,7 +92,7 @@ func TestFluxStopsAtTheFirstRefusedObject(t *testing.T) {
 			deployment(ns, "b", "denied/nginx:1.27"),
 			"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: " + ns + "}\ndata: {k: v}\n",
 		} {
-			out = append(out, sim.Desired{Object: parse(t, doc), Source: fmt.Sprintf("git.yaml:%d", 1+12*i)})
+			out = append(out, sim.Desired{Object: parse(t, doc), Source: manifest.Source{File: "git.yaml", Line: 1 + 12*i}})
 		}
 		return out
 	}

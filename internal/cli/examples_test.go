@@ -128,7 +128,7 @@ func checkJSON(t *testing.T, dir string) (checked, int) {
 	for _, run := range r.Runs {
 		for _, o := range run.Objects {
 			k := run.Tool + " " + run.Unit + " " + o.Object
-			c.verdicts[k] = o.Verdict
+			c.verdicts[k] = string(o.Verdict)
 			if o.Problem() {
 				c.fixed[k] = o.Fix != nil && o.Fix.Verified
 			}

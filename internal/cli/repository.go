@@ -32,7 +32,7 @@ func loadRepository(ctx context.Context, cmd *cobra.Command, args []string, ref 
 	}
 	in := make([]gitops.Object, len(objs))
 	for i, o := range objs {
-		in[i] = gitops.Object{Source: o.Source.String(), Unstructured: o.Object}
+		in[i] = gitops.ObjectOf(o)
 	}
 	settings, rest, err := gitops.Discover(in)
 	if err != nil {
