@@ -21,6 +21,7 @@ import (
 	"github.com/truce-dev/truce/drift/ignore"
 	"github.com/truce-dev/truce/gitops"
 	"github.com/truce-dev/truce/manifest"
+	"github.com/truce-dev/truce/report"
 	"github.com/truce-dev/truce/simulate"
 )
 
@@ -45,8 +46,6 @@ type Options struct {
 // what the cluster already has, and how the tools are configured.
 type Repository struct {
 	Desired []simulate.Desired
-	// Sources maps a desired object's Source string to its position.
-	Sources map[string]manifest.Source
 	// Base are the objects the cluster holds before the first sync: -c,
 	// the repository's admission configuration, its namespaces and CRDs.
 	Base     []manifest.Object
@@ -58,7 +57,7 @@ type Repository struct {
 	// scopes caches which kinds are namespaced.
 	scopes map[k8sschema.GroupKind]bool
 	// Findings are problems in the settings.
-	Findings []string
+	Findings []report.Finding
 }
 
 // isAdmissionConfig reports whether obj configures admission. Webhook
@@ -79,7 +78,7 @@ func isAdmissionConfig(obj *unstructured.Unstructured) bool {
 
 // Split takes a repository apart.
 func Split(in Input) (*Repository, error) {
-	r := &Repository{Sources: map[string]manifest.Source{}, detect: true}
+	r := &Repository{detect: true}
 	r.Base = append(r.Base, in.Cluster...)
 	var objs []gitops.Object
 	for _, o := range in.Repository {
@@ -87,7 +86,7 @@ func Split(in Input) (*Repository, error) {
 			r.writers = append(r.writers, o)
 			continue
 		}
-		objs = append(objs, gitops.Object{Source: o.Source.String(), Unstructured: o.Object})
+		objs = append(objs, gitops.ObjectOf(o))
 	}
 	settings, rest, err := gitops.Discover(objs)
 	if err != nil {
@@ -95,7 +94,7 @@ func Split(in Input) (*Repository, error) {
 	}
 	r.Settings = settings
 	for _, w := range settings.Warnings {
-		r.Findings = append(r.Findings, w.String())
+		r.Findings = append(r.Findings, report.Finding{Source: w.Source.String(), Message: w.Field + ": " + w.Message})
 	}
 	bySource := map[*unstructured.Unstructured]manifest.Object{}
 	for _, o := range in.Repository {
@@ -113,15 +112,11 @@ func Split(in Input) (*Repository, error) {
 			// the tool applies them too.
 			r.Base = append(r.Base, manifest.Object{Source: m.Source, Object: o.DeepCopy()})
 		}
-		r.Desired = append(r.Desired, simulate.Desired{Object: o.Unstructured, Source: o.Source})
-		r.Sources[o.Source] = m.Source
+		r.Desired = append(r.Desired, simulate.Desired{Object: o.Unstructured, Source: m.Source})
 	}
 	var rules []ignore.Rule
-	for _, app := range settings.Applications {
-		rules = append(rules, settings.ArgoRules(app)...)
-	}
-	for _, k := range settings.Kustomizations {
-		rules = append(rules, k.Rules()...)
+	for _, tool := range []ignore.Tool{ignore.ArgoCD, ignore.Flux} {
+		rules = append(rules, settings.ComparisonFor(gitops.Unit{Tool: tool}).Rules...)
 	}
 	if set, err := ignore.Compile(rules, ignore.Options{}); err == nil {
 		objs := make([]*unstructured.Unstructured, len(r.Desired))
@@ -129,7 +124,7 @@ func Split(in Input) (*Repository, error) {
 			objs[i] = d.Object
 		}
 		for _, f := range set.Ineffective(objs) {
-			r.Findings = append(r.Findings, f.String())
+			r.Findings = append(r.Findings, ruleFinding(f))
 		}
 	}
 	for _, w := range r.writers {
@@ -140,6 +135,19 @@ func Split(in Input) (*Repository, error) {
 		}
 	}
 	return r, nil
+}
+
+// ruleFinding is an ignore rule's finding as the report shows it: the
+// rule's file and line, then its field and the problem.
+func ruleFinding(f ignore.Finding) report.Finding {
+	if f.Rule.Source == "" {
+		return report.Finding{Message: f.String(), Pointer: f.Pointer}
+	}
+	msg := f.Message
+	if f.Rule.Field != "" {
+		msg = f.Rule.Field + ": " + msg
+	}
+	return report.Finding{Source: f.Rule.Source, Message: msg, Pointer: f.Pointer}
 }
 
 // Writers returns fresh writers for one run (writers keep state): those

@@ -6,6 +6,7 @@ import (
 
 	"github.com/truce-dev/truce/cluster"
 	"github.com/truce-dev/truce/manifest"
+	"github.com/truce-dev/truce/report"
 )
 
 const repo = `apiVersion: v1
@@ -55,7 +56,7 @@ func TestSplit(t *testing.T) {
 	}
 	var desired, base []string
 	for _, d := range r.Desired {
-		desired = append(desired, d.Object.GetKind()+"/"+d.Object.GetName()+"@"+d.Source)
+		desired = append(desired, d.Object.GetKind()+"/"+d.Object.GetName()+"@"+d.Source.String())
 	}
 	for _, b := range r.Base {
 		base = append(base, b.Object.GetKind()+"/"+b.Object.GetName())
@@ -93,12 +94,36 @@ func TestBrief(t *testing.T) {
 	}
 }
 
-func TestSplitFinding(t *testing.T) {
-	src, msg := splitFinding("argocd/app.yaml:3: spec.ignoreDifferences[0]: has no effect")
-	if src != "argocd/app.yaml:3" || msg != "spec.ignoreDifferences[0]: has no effect" {
-		t.Errorf("%q %q", src, msg)
+// The settings' findings keep the file and line apart from the message:
+// gitops' warnings and the ignore rules that do nothing.
+func TestSplitFindings(t *testing.T) {
+	const app = `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: shop}
+spec:
+  syncPolicy:
+    syncOptions: [ServerSideApply=True]
+  ignoreDifferences:
+  - {group: apps, kind: Deployment, jsonPointers: [/spec/replicas]}
+`
+	objs, err := manifest.Decode("argocd/app.yaml", strings.NewReader(app), manifest.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
 	}
-	if src, msg := splitFinding("no source here"); src != "" || msg != "no source here" {
-		t.Errorf("%q %q", src, msg)
+	r, err := Split(Input{Repository: objs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []report.Finding{
+		{Source: "argocd/app.yaml:1", Message: `spec.syncPolicy.syncOptions[0]: "ServerSideApply=True" is not "ServerSideApply=true": Argo CD compares sync options as exact strings and ignores this one`},
+		{Source: "argocd/app.yaml:1", Message: "spec.ignoreDifferences[0]: target {group: apps, kind: Deployment} matches none of the 0 objects"},
+	}
+	if len(r.Findings) != len(want) {
+		t.Fatalf("findings %+v", r.Findings)
+	}
+	for i, f := range r.Findings {
+		if f.Source != want[i].Source || !strings.HasPrefix(f.Message, want[i].Message) {
+			t.Errorf("finding %d: %+v, want %+v", i, f, want[i])
+		}
 	}
 }

@@ -38,7 +38,7 @@ type ProblemFixes struct {
 	Candidates []*fix.Candidate
 	// Verdicts holds, per candidate, the verdict of the simulation with
 	// the fix applied ("" when not verified), and why not.
-	Verdicts []string
+	Verdicts []simulate.Verdict
 	Notes    []string
 	Chosen   *fix.Candidate
 }
@@ -54,10 +54,7 @@ func Check(ctx context.Context, in Input, opts Options, load Loader, read fix.Re
 		return nil, err
 	}
 	out := &Outcome{Report: &report.Report{}}
-	for _, f := range repo.Findings {
-		src, msg := splitFinding(f)
-		out.Report.Findings = append(out.Report.Findings, report.Finding{Source: src, Message: msg})
-	}
+	out.Report.Findings = append(out.Report.Findings, repo.Findings...)
 	for _, s := range setups {
 		res, err := repo.Simulate(ctx, s, s.Desired, opts)
 		if err != nil {
@@ -136,7 +133,7 @@ func Prepare(ctx context.Context, in Input, opts Options, scopes map[k8sschema.G
 // fixes finds and verifies the fixes of one problem.
 func (r *Repository) fixes(ctx context.Context, s *simulate.Setup, o *simulate.Object, opts Options, load Loader, read fix.Reader) *ProblemFixes {
 	pf := &ProblemFixes{Tool: s.Tool, Unit: s.Unit, Ref: o.Ref, Verdict: o.Verdict}
-	p := fix.Problem{Tool: s.Tool, Object: o, Source: r.Sources[o.Source], ArgoConfig: r.Settings.ArgoConfig, Admission: r.Base}
+	p := fix.Problem{Tool: s.Tool, Object: o, Source: o.Source, ArgoConfig: r.Settings.ArgoConfig, Admission: r.Base}
 	for _, app := range r.Settings.Applications {
 		if s.Tool == "argocd" && app.Name == s.Unit {
 			p.App = app
@@ -151,7 +148,7 @@ func (r *Repository) fixes(ctx context.Context, s *simulate.Setup, o *simulate.O
 	cands, skipped := fix.Candidates(p, read)
 	pf.Candidates = cands
 	pf.Notes = skipped
-	pf.Verdicts = make([]string, len(cands))
+	pf.Verdicts = make([]simulate.Verdict, len(cands))
 	for i, c := range cands {
 		if load == nil {
 			pf.Verdicts[i] = ""
@@ -162,7 +159,7 @@ func (r *Repository) fixes(ctx context.Context, s *simulate.Setup, o *simulate.O
 			pf.Notes = append(pf.Notes, fmt.Sprintf("%s: not verified: %v", c.Kind, err))
 			continue
 		}
-		pf.Verdicts[i] = string(v)
+		pf.Verdicts[i] = v
 		if pf.Chosen == nil && v == simulate.Synced {
 			pf.Chosen = c
 		}
@@ -219,16 +216,8 @@ func unitName(tool, unit string) string {
 	return tool + " " + unit
 }
 
-func splitFinding(f string) (string, string) {
-	// Findings read "file:line: field: message".
-	if i := strings.Index(f, ": "); i > 0 && strings.Contains(f[:i], ":") {
-		return f[:i], f[i+2:]
-	}
-	return "", f
-}
-
 func reportObject(o *simulate.Object, res *simulate.Result) report.Object {
-	ro := report.Object{Object: o.Ref.String(), Source: o.Source, Verdict: string(o.Verdict), Reason: o.Reason, Writes: o.Writes}
+	ro := report.Object{Object: o.Ref.String(), Source: o.Source.String(), Verdict: o.Verdict, Reason: o.Reason, Writes: o.Writes}
 	if o.Rejection != "" {
 		ro.Reason += ": " + o.Rejection
 	}
@@ -274,9 +263,9 @@ func reportObject(o *simulate.Object, res *simulate.Result) report.Object {
 	return ro
 }
 
-func reportFix(c *fix.Candidate, verdict string) report.Fix {
-	f := report.Fix{Kind: c.Kind, Title: c.Title, Description: c.Description, Warning: c.Warning,
-		Verified: verdict == string(simulate.Synced), Verdict: verdict}
+func reportFix(c *fix.Candidate, verdict simulate.Verdict) report.Fix {
+	f := report.Fix{Kind: string(c.Kind), Title: c.Title, Description: c.Description, Warning: c.Warning,
+		Verified: verdict == simulate.Synced, Verdict: verdict}
 	for _, p := range c.Paths() {
 		f.Edits = append(f.Edits, report.Edit{Path: p, New: c.Before[p] == nil, Diff: c.Diff(p)})
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/truce-dev/truce/cluster"
+	"github.com/truce-dev/truce/drift/ignore"
 )
 
 // FluxFieldManager is kustomize-controller's field manager.
@@ -24,6 +25,18 @@ const FluxFieldManager = "kustomize-controller"
 type FluxRule struct {
 	jsondiff.IgnoreRule
 	Name string
+}
+
+// FluxRules turns the Flux rules of rules into Flux's own, each named by
+// where it was written.
+func FluxRules(rules []ignore.Rule) []FluxRule {
+	var out []FluxRule
+	for _, r := range rules {
+		for _, fr := range ignore.FluxRules([]ignore.Rule{r}) {
+			out = append(out, FluxRule{IgnoreRule: fr, Name: r.String()})
+		}
+	}
+	return out
 }
 
 // Flux decides drift as kustomize-controller does: normalise the manifest

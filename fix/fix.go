@@ -22,24 +22,33 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
 
+	"github.com/truce-dev/truce/drift"
 	"github.com/truce-dev/truce/fix/yamledit"
 	"github.com/truce-dev/truce/gitops"
 	"github.com/truce-dev/truce/manifest"
 	"github.com/truce-dev/truce/simulate"
 )
 
+// Kind names a kind of fix; the names are drift's, shared with truce
+// sync's advice.
+type Kind = drift.FixKind
+
 // Kinds of fixes, in order of preference.
 const (
-	KindGitValue           = "git-value"
-	KindValidatingPolicy   = "validating-policy"
-	KindServerSideDiff     = "argocd-server-side-diff"
-	KindIgnoreRule         = "ignore-rule"
-	KindTrackingAnnotation = "tracking-annotation"
+	KindGitValue           = drift.FixGitValue
+	KindValidatingPolicy   = drift.FixValidatingPolicy
+	KindServerSideDiff     = drift.FixServerSideDiff
+	KindIgnoreRule         = drift.FixIgnoreRule
+	KindTrackingAnnotation = drift.FixTrackingAnnotation
 )
+
+// Kinds lists every kind of fix, in order of preference.
+func Kinds() []Kind {
+	return []Kind{KindGitValue, KindValidatingPolicy, KindServerSideDiff, KindIgnoreRule, KindTrackingAnnotation}
+}
 
 // Problem is an object that does not settle, with what a fix needs to know.
 type Problem struct {
@@ -59,7 +68,8 @@ type Problem struct {
 
 // Candidate is one proposed fix.
 type Candidate struct {
-	Kind, Title, Description, Warning string
+	Kind                        Kind
+	Title, Description, Warning string
 	// Files holds the new content of every file the fix writes; Before the
 	// old content (nil for files it creates).
 	Files  map[string][]byte
@@ -102,7 +112,7 @@ func Candidates(p Problem, read Reader) (out []*Candidate, skipped []string) {
 	}
 	e := &editor{read: read, files: map[string]*yamledit.File{}}
 	o := p.Object
-	add := func(kind string, c *Candidate, err error) {
+	add := func(kind Kind, c *Candidate, err error) {
 		if err != nil {
 			skipped = append(skipped, fmt.Sprintf("%s: %v", kind, err))
 			return
@@ -233,30 +243,6 @@ func (e *editor) doc(src manifest.Source) (*yamledit.File, int, error) {
 		return nil, 0, err
 	}
 	return f, i, nil
-}
-
-// docOf is doc for a "file:line" string.
-func (e *editor) docOf(source string) (*yamledit.File, int, error) {
-	src, err := parseSource(source)
-	if err != nil {
-		return nil, 0, err
-	}
-	return e.doc(src)
-}
-
-func parseSource(s string) (manifest.Source, error) {
-	if i := strings.Index(s, " (kustomization "); i >= 0 {
-		s = s[:i]
-	}
-	i := strings.LastIndex(s, ":")
-	if i <= 0 {
-		return manifest.Source{}, fmt.Errorf("%q names no line", s)
-	}
-	var line int
-	if _, err := fmt.Sscanf(s[i+1:], "%d", &line); err != nil || line <= 0 {
-		return manifest.Source{}, fmt.Errorf("%q names no line", s)
-	}
-	return manifest.Source{File: s[:i], Line: line}, nil
 }
 
 // candidate collects the edits made so far.

@@ -109,12 +109,12 @@ func TestCandidatesForAnAdmissionLoop(t *testing.T) {
 				"containers": []any{map[string]any{"name": "nginx", "image": "nginx:1.27"}}}}}}}}
 	pol := objectsOf(t, "cluster/policy.yaml", policy)
 	p := Problem{Tool: "argocd", Object: o, Source: manifest.Source{File: "app/web.yaml", Line: 1},
-		App:       &gitops.ArgoApplication{Name: "shop", Source: "argocd/app.yaml:1"},
+		App:       &gitops.ArgoApplication{Name: "shop", Source: manifest.Source{File: "argocd/app.yaml", Line: 1}},
 		Admission: pol}
 	cands, skipped := Candidates(p, read)
 	var kinds []string
 	for _, c := range cands {
-		kinds = append(kinds, c.Kind)
+		kinds = append(kinds, string(c.Kind))
 	}
 	if got := strings.Join(kinds, ","); got != "git-value,validating-policy,argocd-server-side-diff,ignore-rule" {
 		t.Fatalf("kinds %s (skipped %v)", got, skipped)
@@ -154,7 +154,7 @@ func TestNoFixForAControllerLoopButIgnoring(t *testing.T) {
 		Drift: &drift.Object{}}
 	ks := "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: web}\nspec:\n  interval: 10m\n"
 	read := func(string) ([]byte, error) { return []byte(ks), nil }
-	cands, _ := Candidates(Problem{Tool: "flux", Object: o, Kustomization: &gitops.FluxKustomization{Name: "web", Source: "ks.yaml:1"}}, read)
+	cands, _ := Candidates(Problem{Tool: "flux", Object: o, Kustomization: &gitops.FluxKustomization{Name: "web", Source: manifest.Source{File: "ks.yaml", Line: 1}}}, read)
 	if len(cands) != 1 || cands[0].Kind != KindIgnoreRule {
 		t.Fatalf("candidates %+v", cands)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/truce-dev/truce/drift/ignore"
 	"github.com/truce-dev/truce/fix/yamledit"
 	"github.com/truce-dev/truce/gitops"
+	"github.com/truce-dev/truce/manifest"
 )
 
 // gitValue writes the stored values into the manifest.
@@ -97,9 +98,9 @@ func (e *editor) validatingPolicy(p Problem, fields []string, values map[string]
 		o := p.Admission[i]
 		switch {
 		case o.Object.GetKind() == "MutatingAdmissionPolicy" && o.Object.GetName() == policyName:
-			policy = &admissionObject{o.Source.String(), o.Object.Object}
+			policy = &admissionObject{o.Source, o.Object.Object}
 		case o.Object.GetKind() == "MutatingAdmissionPolicyBinding" && o.Object.GetName() == bindingName:
-			binding = &admissionObject{o.Source.String(), o.Object.Object}
+			binding = &admissionObject{o.Source, o.Object.Object}
 		}
 	}
 	if policy == nil || binding == nil {
@@ -121,10 +122,7 @@ func (e *editor) validatingPolicy(p Problem, fields []string, values map[string]
 	name := policyName + "-validate"
 	vap := validatingPolicyDocument(name, policy.object, binding.object, ref.Namespace, ref.Name, checks,
 		fmt.Sprintf("must be what MutatingAdmissionPolicy %s used to set: %s", policyName, strings.Join(checks, " && ")))
-	bsrc, err := parseSource(binding.source)
-	if err != nil {
-		return nil, err
-	}
+	bsrc := binding.source
 	data, err := e.read(bsrc.File)
 	if err != nil {
 		return nil, err
@@ -133,11 +131,7 @@ func (e *editor) validatingPolicy(p Problem, fields []string, values map[string]
 	if err != nil {
 		return nil, err
 	}
-	psrc, err := parseSource(policy.source)
-	if err != nil {
-		return nil, err
-	}
-	path := newFileNear(filepath.Dir(psrc.File), name, e.read)
+	path := newFileNear(filepath.Dir(policy.source.File), name, e.read)
 	c := e.candidate("Switch mutate to validate",
 		fmt.Sprintf("Remove MutatingAdmissionPolicyBinding %s and add ValidatingAdmissionPolicy %s with a binding in Warn: %s is no longer rewritten, "+
 			"and a write without the value gets a warning. Fix the manifests (the fix above), then switch the binding to [Deny]. "+
@@ -154,7 +148,7 @@ func (e *editor) validatingPolicy(p Problem, fields []string, values map[string]
 }
 
 type admissionObject struct {
-	source string
+	source manifest.Source
 	object map[string]any
 }
 
@@ -167,7 +161,7 @@ func (e *editor) serverSideDiff(p Problem) (*Candidate, error) {
 	if p.App.CompareOptions.IncludeMutationWebhook && p.App.CompareOptions.ServerSideDiff != nil && *p.App.CompareOptions.ServerSideDiff && p.App.SyncOptions.ServerSideApply {
 		return nil, errors.New("the Application already diffs server-side with IncludeMutationWebhook")
 	}
-	f, doc, err := e.docOf(p.App.Source)
+	f, doc, err := e.doc(p.App.Source)
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +222,7 @@ func (e *editor) ignoreRule(p Problem) (*Candidate, error) {
 		if p.App == nil {
 			return nil, errors.New("no Argo CD Application in the repository to change")
 		}
-		f, doc, err := e.docOf(p.App.Source)
+		f, doc, err := e.doc(p.App.Source)
 		if err != nil {
 			return nil, err
 		}
@@ -268,7 +262,7 @@ func (e *editor) ignoreRule(p Problem) (*Candidate, error) {
 		if p.Kustomization == nil {
 			return nil, errors.New("no Flux Kustomization in the repository to change")
 		}
-		f, doc, err := e.docOf(p.Kustomization.Source)
+		f, doc, err := e.doc(p.Kustomization.Source)
 		if err != nil {
 			return nil, err
 		}
@@ -308,10 +302,10 @@ func (e *editor) trackingAnnotation(p Problem) (*Candidate, error) {
 	if p.Tool != "argocd" {
 		return nil, errors.New("only Argo CD tracks by label")
 	}
-	if p.ArgoConfig == nil || p.ArgoConfig.Source == "" {
+	if p.ArgoConfig == nil || p.ArgoConfig.Position == (manifest.Source{}) {
 		return nil, errors.New("no argocd-cm in the repository to change (set application.resourceTrackingMethod: annotation in it)")
 	}
-	f, doc, err := e.docOf(p.ArgoConfig.Source)
+	f, doc, err := e.doc(p.ArgoConfig.Position)
 	if err != nil {
 		return nil, err
 	}

@@ -39,14 +39,14 @@ func ResourceIgnoreDifferences(o Object) ([]ignore.Rule, error) {
 		return nil, nil
 	}
 	if strings.Contains(v, "\n") || strings.Contains(v, "jsonPointers:") || strings.Contains(v, "jqPathExpressions:") || strings.Contains(v, "managedFieldsManagers:") {
-		return nil, fieldError(o.Source, field, errors.New(
+		return nil, fieldError(o.where().String(), field, errors.New(
 			"the value must be comma-separated JSON pointers, e.g. \"/spec/replicas,/metadata/labels/version\" (Argo CD reads no YAML here); "+
 				"use the Application's ignoreDifferences for jqPathExpressions or managedFieldsManagers"))
 	}
 	gvk := o.GroupVersionKind()
 	rule := ignore.Rule{
 		Tool:   ignore.ArgoCD,
-		Source: o.Source,
+		Source: o.where().String(),
 		Field:  field,
 		// Literal group and kind: Argo CD matches them as globs, and API
 		// groups and kinds contain no glob characters.
@@ -54,7 +54,7 @@ func ResourceIgnoreDifferences(o Object) ([]ignore.Rule, error) {
 		JSONPointers: pointers,
 	}
 	if err := rule.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %s: %w", o.Source, field, err)
+		return nil, fmt.Errorf("%s: %s: %w", o.where(), field, err)
 	}
 	return []ignore.Rule{rule}, nil
 }

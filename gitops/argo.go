@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/truce-dev/truce/drift/ignore"
+	"github.com/truce-dev/truce/manifest"
 )
 
 // Annotations Argo CD reads.
@@ -33,7 +34,7 @@ const (
 
 // ArgoApplication is an argoproj.io/v1alpha1 Application.
 type ArgoApplication struct {
-	Source               string // file:line
+	Source               manifest.Source
 	Name, Namespace      string
 	Project              string
 	DestinationNamespace string
@@ -94,7 +95,7 @@ func (a *ArgoApplication) Rules() []ignore.Rule {
 	for i, d := range a.IgnoreDifferences {
 		out = append(out, ignore.Rule{
 			Tool:                  ignore.ArgoCD,
-			Source:                a.Source,
+			Source:                a.Source.String(),
 			Field:                 fmt.Sprintf("spec.ignoreDifferences[%d]", i),
 			Target:                ignore.Target{Group: d.Group, Kind: d.Kind, Name: d.Name, Namespace: d.Namespace},
 			JSONPointers:          d.JSONPointers,
@@ -107,10 +108,10 @@ func (a *ArgoApplication) Rules() []ignore.Rule {
 
 // ParseArgoApplication reads an Application.
 func ParseArgoApplication(o Object) (*ArgoApplication, []Warning, error) {
-	r := &reader{source: o.Source}
+	r := &reader{source: o.where().String()}
 	m := o.Object
 	app := &ArgoApplication{
-		Source:               o.Source,
+		Source:               o.where(),
 		Name:                 o.GetName(),
 		Namespace:            o.GetNamespace(),
 		Project:              r.str(m, "spec.project", "spec", "project"),
@@ -163,14 +164,14 @@ func ParseArgoApplication(o Object) (*ArgoApplication, []Warning, error) {
 		default:
 			app.SyncOptions.Other = append(app.SyncOptions.Other, opt)
 			if near := nearMiss(opt, syncOptionServerSideApply, syncOptionRespectIgnoreDifferences); near != "" {
-				warns = append(warns, Warning{Source: o.Source, Field: fmt.Sprintf("spec.syncPolicy.syncOptions[%d]", i),
+				warns = append(warns, Warning{Source: o.where(), Field: fmt.Sprintf("spec.syncPolicy.syncOptions[%d]", i),
 					Message: fmt.Sprintf("%q is not %q: Argo CD compares sync options as exact strings and ignores this one", opt, near)})
 			}
 		}
 	}
 	if v, ok := o.GetAnnotations()[AnnotationCompareOptions]; ok {
 		var w []Warning
-		app.CompareOptions, w = parseCompareOptions(o.Source, v)
+		app.CompareOptions, w = parseCompareOptions(o.where(), v)
 		warns = append(warns, w...)
 	}
 	if err := errors.Join(r.err(), ruleErrors(app.Rules())); err != nil {
@@ -181,7 +182,7 @@ func ParseArgoApplication(o Object) (*ArgoApplication, []Warning, error) {
 
 // parseCompareOptions reads the compare-options annotation the way the
 // controller does: split at ",", trim, compare whole strings.
-func parseCompareOptions(source, value string) (ArgoCompareOptions, []Warning) {
+func parseCompareOptions(source manifest.Source, value string) (ArgoCompareOptions, []Warning) {
 	var c ArgoCompareOptions
 	var warns []Warning
 	field := "metadata.annotations[" + AnnotationCompareOptions + "]"

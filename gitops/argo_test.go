@@ -58,7 +58,7 @@ func TestParseArgoApplication(t *testing.T) {
 	}
 	on := true
 	want := &ArgoApplication{
-		Source: "apps/shop.yaml:1", Name: "shop", Namespace: "argocd", Project: "default",
+		Source: at(t, "apps/shop.yaml:1"), Name: "shop", Namespace: "argocd", Project: "default",
 		DestinationNamespace: "shop",
 		Paths:                []string{"apps/shop", "apps/shared"},
 		IgnoreDifferences: []ArgoIgnoreDifference{
@@ -213,9 +213,9 @@ spec:
 		t.Fatal(err)
 	}
 	want := []Warning{
-		{Source: "shop.yaml:2", Field: "spec.syncPolicy.syncOptions[0]",
+		{Source: at(t, "shop.yaml:2"), Field: "spec.syncPolicy.syncOptions[0]",
 			Message: `"ServerSideApply=True" is not "ServerSideApply=true": Argo CD compares sync options as exact strings and ignores this one`},
-		{Source: "shop.yaml:2", Field: "metadata.annotations[argocd.argoproj.io/compare-options]",
+		{Source: at(t, "shop.yaml:2"), Field: "metadata.annotations[argocd.argoproj.io/compare-options]",
 			Message: `"serverSideDiff=true" is not "ServerSideDiff=true": Argo CD compares options as exact strings and ignores this one`},
 	}
 	if diff := cmp.Diff(want, warns); diff != "" {

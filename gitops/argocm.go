@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/truce-dev/truce/drift/ignore"
+	"github.com/truce-dev/truce/manifest"
 )
 
 const (
@@ -43,8 +44,12 @@ const (
 // ArgoConfig holds the Argo CD settings that change diffing, from argocd-cm
 // and argocd-cmd-params-cm, with Argo CD 3.x defaults for what is unset.
 type ArgoConfig struct {
-	Source       string // argocd-cm file:line, "" when absent
-	ParamsSource string // argocd-cmd-params-cm file:line, "" when absent
+	// Position is where argocd-cm is, zero when absent; Source is the
+	// same as text ("" when absent).
+	Position manifest.Source
+	Source   string
+	// ParamsSource is where argocd-cmd-params-cm is, zero when absent.
+	ParamsSource manifest.Source
 	Namespace    string
 	// TrackingMethod defaults to annotation (Argo CD 3.x).
 	TrackingMethod   TrackingMethod
@@ -175,14 +180,14 @@ func ParseArgoConfig(cm, params *Object) (*ArgoConfig, []Warning, error) {
 	var warns []Warning
 	r := &reader{}
 	if params != nil {
-		cfg.ParamsSource = params.Source
-		r.source = params.Source
+		cfg.ParamsSource = params.where()
+		r.source = params.where().String()
 		data := configMapData(r, params.Object)
 		if v, ok := data[keyServerSideDiff]; ok {
 			b, err := strconv.ParseBool(strings.TrimSpace(v))
 			if err != nil {
 				// Argo CD logs and keeps the default.
-				warns = append(warns, Warning{Source: params.Source, Field: "data[" + keyServerSideDiff + "]",
+				warns = append(warns, Warning{Source: params.where(), Field: "data[" + keyServerSideDiff + "]",
 					Message: fmt.Sprintf("%q is not a boolean; Argo CD keeps server-side diff off", v)})
 			}
 			cfg.ServerSideDiff = b
@@ -191,8 +196,8 @@ func ParseArgoConfig(cm, params *Object) (*ArgoConfig, []Warning, error) {
 	if cm == nil {
 		return cfg, warns, r.err()
 	}
-	cfg.Source, cfg.Namespace = cm.Source, cm.GetNamespace()
-	r.source = cm.Source
+	cfg.Position, cfg.Source, cfg.Namespace = cm.where(), cm.where().String(), cm.GetNamespace()
+	r.source = cfg.Source
 	data := configMapData(r, cm.Object)
 
 	switch tm := data[keyTrackingMethod]; TrackingMethod(tm) {
@@ -200,7 +205,7 @@ func ParseArgoConfig(cm, params *Object) (*ArgoConfig, []Warning, error) {
 	case TrackingLabel, TrackingAnnotation, TrackingAnnotationAndLabel:
 		cfg.TrackingMethod = TrackingMethod(tm)
 	default:
-		warns = append(warns, Warning{Source: cm.Source, Field: "data[" + keyTrackingMethod + "]",
+		warns = append(warns, Warning{Source: cfg.Position, Field: "data[" + keyTrackingMethod + "]",
 			Message: fmt.Sprintf("unknown tracking method %q (want label, annotation or annotation+label); truce assumes annotation", tm)})
 	}
 	if k := data[keyInstanceLabelKey]; k != "" {
@@ -218,7 +223,7 @@ func ParseArgoConfig(cm, params *Object) (*ArgoConfig, []Warning, error) {
 			switch co.IgnoreResourceStatusField {
 			case "", statusIgnoreAll, statusIgnoreCRD, "off", "false", "none":
 			default:
-				warns = append(warns, Warning{Source: cm.Source, Field: "data[" + keyCompareOptions + "].ignoreResourceStatusField",
+				warns = append(warns, Warning{Source: cfg.Position, Field: "data[" + keyCompareOptions + "].ignoreResourceStatusField",
 					Message: fmt.Sprintf("unknown value %q (want all, crd or off); Argo CD ignores status for all resources", co.IgnoreResourceStatusField)})
 			}
 		}
@@ -244,7 +249,7 @@ func ParseArgoConfig(cm, params *Object) (*ArgoConfig, []Warning, error) {
 				r.fail(f, "want a YAML string (ignoreDifferences: |), got %s", typeName(raw))
 				continue
 			}
-			if o, ok := parseOverride(r, &warns, cm.Source, f, s); ok {
+			if o, ok := parseOverride(r, &warns, cfg.Position, f, s); ok {
 				o.Key = key
 				overrides[key] = o
 			}
@@ -272,7 +277,7 @@ func ParseArgoConfig(cm, params *Object) (*ArgoConfig, []Warning, error) {
 			r.fail(field, "%v", err)
 			continue
 		}
-		if o, ok := parseOverride(r, &warns, cm.Source, field, data[k]); ok {
+		if o, ok := parseOverride(r, &warns, cfg.Position, field, data[k]); ok {
 			o.Key = key
 			overrides[key] = o
 		}
@@ -280,7 +285,7 @@ func ParseArgoConfig(cm, params *Object) (*ArgoConfig, []Warning, error) {
 	for _, key := range slices.Sorted(maps.Keys(overrides)) {
 		o := overrides[key]
 		if _, _, ok := overrideGroupKind(key); !ok {
-			warns = append(warns, Warning{Source: cm.Source, Field: o.Field,
+			warns = append(warns, Warning{Source: cfg.Position, Field: o.Field,
 				Message: fmt.Sprintf("override key %q must be <group>/<kind> or <kind>; Argo CD applies it to nothing", key)})
 		}
 		// Argo CD finds managed-fields overrides by the exact key
@@ -292,7 +297,7 @@ func ParseArgoConfig(cm, params *Object) (*ArgoConfig, []Warning, error) {
 			if !strings.Contains(key, "/") {
 				hint = fmt.Sprintf("; for a core kind write the key as resource.customizations.ignoreDifferences._%s", key)
 			}
-			warns = append(warns, Warning{Source: cm.Source, Field: o.Field + ".managedFieldsManagers",
+			warns = append(warns, Warning{Source: cfg.Position, Field: o.Field + ".managedFieldsManagers",
 				Message: fmt.Sprintf("Argo CD looks managed-fields overrides up by the exact key \"<group>/<kind>\" or \"*/*\", never %q, so these managers are not applied%s", key, hint)})
 		}
 		cfg.Overrides = append(cfg.Overrides, *o)
@@ -303,7 +308,7 @@ func ParseArgoConfig(cm, params *Object) (*ArgoConfig, []Warning, error) {
 	return cfg, warns, nil
 }
 
-func parseOverride(r *reader, warns *[]Warning, source, field, value string) (*ArgoOverride, bool) {
+func parseOverride(r *reader, warns *[]Warning, source manifest.Source, field, value string) (*ArgoOverride, bool) {
 	var d overrideIgnoreDiff
 	if err := yaml.Unmarshal([]byte(value), &d); err != nil {
 		r.fail(field, "invalid ignoreDifferences YAML: %v", err)

@@ -60,7 +60,7 @@ func TestParseArgoConfig(t *testing.T) {
 		t.Errorf("config: %+v", cfg)
 	}
 	wantWarns := []Warning{{
-		Source:  "argocd/argocd-cm.yaml:1",
+		Source:  at(t, "argocd/argocd-cm.yaml:1"),
 		Field:   "data[resource.customizations.ignoreDifferences.Service].managedFieldsManagers",
 		Message: `Argo CD looks managed-fields overrides up by the exact key "<group>/<kind>" or "*/*", never "Service", so these managers are not applied; for a core kind write the key as resource.customizations.ignoreDifferences._Service`,
 	}}

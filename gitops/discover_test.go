@@ -28,7 +28,7 @@ func TestDiscover(t *testing.T) {
 	}
 	var got []string
 	for _, o := range rest {
-		got = append(got, o.Source)
+		got = append(got, o.Position.String())
 	}
 	if strings.Join(got, " ") != "apps/web.yaml:12 apps/svc.yaml:1 apps/cm.yaml:1" {
 		t.Errorf("rest = %v", got)
@@ -39,7 +39,7 @@ func TestDiscover(t *testing.T) {
 
 	// The Application's rules, the annotation and argocd-cm together, as
 	// the Argo CD strategy uses them.
-	set, err := ignore.Compile(s.ArgoRules(s.Applications[0]), ignore.Options{})
+	set, err := ignore.Compile(s.ComparisonFor(Unit{Tool: ignore.ArgoCD, App: s.Applications[0]}).Rules, ignore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,8 +67,8 @@ func TestDiscover(t *testing.T) {
 	if len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0].Field, "ignoreDifferences.Service") {
 		t.Errorf("warnings: %v", s.Warnings)
 	}
-	if rules := s.ArgoRules(nil); len(rules) == 0 {
-		t.Error("ArgoRules(nil) lost the argocd-cm rules")
+	if rules := s.ComparisonFor(Unit{Tool: ignore.ArgoCD}).Rules; len(rules) == 0 {
+		t.Error("the Argo CD comparison without an Application lost the argocd-cm rules")
 	}
 }
 

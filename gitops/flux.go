@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/truce-dev/truce/drift/ignore"
+	"github.com/truce-dev/truce/manifest"
 )
 
 // FluxKustomization is a kustomize.toolkit.fluxcd.io Kustomization (v1, or
 // v1beta2 read the same way).
 type FluxKustomization struct {
-	Source          string // file:line
+	Source          manifest.Source
 	APIVersion      string
 	Name, Namespace string
 	Path            string
@@ -36,7 +37,7 @@ func (k *FluxKustomization) Rules() []ignore.Rule {
 	for i, ig := range k.Ignore {
 		r := ignore.Rule{
 			Tool:         ignore.Flux,
-			Source:       k.Source,
+			Source:       k.Source.String(),
 			Field:        fmt.Sprintf("spec.ignore[%d]", i),
 			JSONPointers: ig.Paths,
 		}
@@ -50,10 +51,10 @@ func (k *FluxKustomization) Rules() []ignore.Rule {
 
 // ParseFluxKustomization reads a Kustomization.
 func ParseFluxKustomization(o Object) (*FluxKustomization, []Warning, error) {
-	r := &reader{source: o.Source}
+	r := &reader{source: o.where().String()}
 	m := o.Object
 	k := &FluxKustomization{
-		Source:          o.Source,
+		Source:          o.where(),
 		APIVersion:      o.GetAPIVersion(),
 		Name:            o.GetName(),
 		Namespace:       o.GetNamespace(),

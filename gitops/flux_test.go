@@ -41,7 +41,7 @@ func TestParseFluxKustomization(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &FluxKustomization{
-		Source: "clusters/prod/app.yaml:1", APIVersion: "kustomize.toolkit.fluxcd.io/v1", Name: "app", Namespace: "flux-system",
+		Source: at(t, "clusters/prod/app.yaml:1"), APIVersion: "kustomize.toolkit.fluxcd.io/v1", Name: "app", Namespace: "flux-system",
 		Path: "./apps/podinfo", Prune: true, TargetNamespace: "podinfo", Interval: 10 * time.Minute,
 		Ignore: []FluxIgnore{
 			{Paths: []string{"/spec/replicas"}, Target: &ignore.Target{Kind: "Deployment", Name: "podinfo"}},

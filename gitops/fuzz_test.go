@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/truce-dev/truce/drift/ignore"
 )
 
 // FuzzDiscover feeds arbitrary setting strings (annotations, argocd-cm
@@ -43,7 +45,7 @@ func FuzzDiscover(f *testing.F) {
 			"apiVersion": "v1", "kind": "Service",
 			"metadata": map[string]any{"name": "s", "annotations": map[string]any{AnnotationIgnoreDifferences: annotation}},
 		}}
-		s, rest, err := Discover([]Object{{"a.yaml:1", app}, {"cm.yaml:1", cm}, {"k.yaml:1", ks}, {"s.yaml:1", res}})
+		s, rest, err := Discover([]Object{{Source: "a.yaml:1", Unstructured: app}, {Source: "cm.yaml:1", Unstructured: cm}, {Source: "k.yaml:1", Unstructured: ks}, {Source: "s.yaml:1", Unstructured: res}})
 		if err != nil {
 			return
 		}
@@ -51,7 +53,7 @@ func FuzzDiscover(f *testing.F) {
 			t.Fatalf("rest %d, settings %+v", len(rest), s)
 		}
 		for _, app := range s.Applications {
-			_ = s.ArgoRules(app)
+			_ = s.ComparisonFor(Unit{Tool: ignore.ArgoCD, App: app})
 		}
 	})
 }

@@ -7,23 +7,41 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/truce-dev/truce/drift/ignore"
+	"github.com/truce-dev/truce/manifest"
 )
 
-// Object is a decoded manifest and where it came from ("file:line").
+// Object is a decoded manifest and where it came from.
 type Object struct {
+	// Source names where the object came from ("file:line"), for callers
+	// that have no Position; it is read only when Position is zero.
 	Source string
+	// Position is the file and line the object starts on.
+	Position manifest.Source
 	*unstructured.Unstructured
+}
+
+// ObjectOf is a loaded manifest as Discover takes it.
+func ObjectOf(m manifest.Object) Object {
+	return Object{Position: m.Source, Unstructured: m.Object}
+}
+
+// where is the object's position: Position, or Source as a name.
+func (o Object) where() manifest.Source {
+	if o.Position != (manifest.Source{}) {
+		return o.Position
+	}
+	return manifest.Source{File: o.Source}
 }
 
 // Warning is a setting the tool accepts but that does not do what it
 // seems to.
 type Warning struct {
-	Source  string // file:line of the object
-	Field   string // the setting, e.g. spec.syncPolicy.syncOptions[1]
+	Source  manifest.Source // the object's file and line
+	Field   string          // the setting, e.g. spec.syncPolicy.syncOptions[1]
 	Message string
 }
 
-func (w Warning) String() string { return w.Source + ": " + w.Field + ": " + w.Message }
+func (w Warning) String() string { return w.Source.String() + ": " + w.Field + ": " + w.Message }
 
 // Settings is everything Discover found.
 type Settings struct {
@@ -37,22 +55,6 @@ type Settings struct {
 	// annotations of ordinary manifests, each a rule for that resource.
 	ResourceRules []ignore.Rule
 	Warnings      []Warning
-}
-
-// ArgoRules returns every ignore rule that applies to the resources of an
-// Application, in the order Argo CD applies them: the Application's
-// ignoreDifferences, the per-resource annotations, then the argocd-cm
-// overrides (including the implied status rule).
-func (s *Settings) ArgoRules(app *ArgoApplication) []ignore.Rule {
-	var out []ignore.Rule
-	if app != nil {
-		out = append(out, app.Rules()...)
-	}
-	out = append(out, s.ResourceRules...)
-	if s.ArgoConfig != nil {
-		out = append(out, s.ArgoConfig.Rules()...)
-	}
-	return out
 }
 
 // Discover separates the GitOps settings in objs from the ordinary
@@ -69,7 +71,7 @@ func Discover(objs []Object) (*Settings, []Object, error) {
 	for i := range objs {
 		o := objs[i]
 		if o.Unstructured == nil {
-			errs = append(errs, fmt.Errorf("%s: empty object", o.Source))
+			errs = append(errs, fmt.Errorf("%s: empty object", o.where()))
 			continue
 		}
 		gvk := o.GroupVersionKind()
@@ -92,13 +94,13 @@ func Discover(objs []Object) (*Settings, []Object, error) {
 			s.Kustomizations = append(s.Kustomizations, k)
 		case gvk.Group == "" && gvk.Kind == "ConfigMap" && o.GetName() == argoCMName:
 			if cm != nil {
-				errs = append(errs, fmt.Errorf("%s: a second %s ConfigMap (the first is at %s); truce reads one Argo CD instance per run", o.Source, argoCMName, cm.Source))
+				errs = append(errs, fmt.Errorf("%s: a second %s ConfigMap (the first is at %s); truce reads one Argo CD instance per run", o.where(), argoCMName, cm.where()))
 				continue
 			}
 			cm = &objs[i]
 		case gvk.Group == "" && gvk.Kind == "ConfigMap" && o.GetName() == argoParamsCMName:
 			if params != nil {
-				errs = append(errs, fmt.Errorf("%s: a second %s ConfigMap (the first is at %s); truce reads one Argo CD instance per run", o.Source, argoParamsCMName, params.Source))
+				errs = append(errs, fmt.Errorf("%s: a second %s ConfigMap (the first is at %s); truce reads one Argo CD instance per run", o.where(), argoParamsCMName, params.where()))
 				continue
 			}
 			params = &objs[i]

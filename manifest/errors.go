@@ -38,6 +38,9 @@ func (s Source) String() string {
 	return out
 }
 
+// MarshalText writes s as String does, so that JSON shows "file:line".
+func (s Source) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
 // Error is a problem with one document, list item or file. Every error
 // returned by this package is an *Error or an errors.Join of them (plus a
 // context error when loading was cancelled), so callers can always point the

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"testing"
@@ -19,6 +20,10 @@ func TestSourceString(t *testing.T) {
 	for _, tt := range tests {
 		if got := tt.src.String(); got != tt.want {
 			t.Errorf("%#v.String() = %q, want %q", tt.src, got, tt.want)
+		}
+		var got string
+		if b, err := json.Marshal(tt.src); err != nil || json.Unmarshal(b, &got) != nil || got != tt.want {
+			t.Errorf("json.Marshal(%#v) = %s, %v; want %q", tt.src, b, err, tt.want)
 		}
 	}
 }

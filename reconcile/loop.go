@@ -16,7 +16,6 @@ import (
 	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/cluster"
 	"github.com/truce-dev/truce/drift"
-	"github.com/truce-dev/truce/fix"
 )
 
 // fieldKey names one field of one object, whatever the version.
@@ -259,16 +258,16 @@ func recommend(c Contest, d *desired) Fix {
 	}
 	switch {
 	case c.Writer.Admission != "":
-		return Fix{Kind: fix.KindGitValue, Description: fmt.Sprintf(
+		return Fix{Kind: string(drift.FixGitValue), Description: fmt.Sprintf(
 			"Put the mutation in Git: write %s = %s into %s, the value admission stores, so there is nothing left to change; "+
 				"or switch the policy from mutate to validate. If Git must not know the value, add %s.",
 			c.Pointer, short(c.Live), where, rule)}
 	case strings.HasPrefix(c.Writer.Manager, "kubectl"):
-		return Fix{Kind: fix.KindGitValue, Description: fmt.Sprintf(
+		return Fix{Kind: string(drift.FixGitValue), Description: fmt.Sprintf(
 			"%s is being edited by hand: commit the value it is given (%s) to %s, or stop editing it outside Git.",
 			c.Pointer, short(c.Live), where)}
 	}
-	return Fix{Kind: fix.KindIgnoreRule, Description: fmt.Sprintf(
+	return Fix{Kind: string(drift.FixIgnoreRule), Description: fmt.Sprintf(
 		"Hand %s to %s with %s: truce then seeds Git's value on creation and leaves the field to it.",
 		c.Pointer, c.Writer.Manager, rule)}
 }

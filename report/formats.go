@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/truce-dev/truce/simulate"
 )
 
 // This file holds what the SARIF, JUnit and HTML formats share: what each
@@ -18,7 +20,7 @@ const docsURL = "https://github.com/truce-dev/truce/blob/main/docs/check.md"
 
 // verdictMeta describes one verdict for every output format.
 type verdictMeta struct {
-	Verdict string
+	Verdict simulate.Verdict
 	// Rule is the SARIF rule id; Anchor the section of docs/check.md.
 	Rule, Anchor string
 	// Name is the SARIF rule name (PascalCase, as SARIF suggests).
@@ -34,7 +36,7 @@ type verdictMeta struct {
 // text output's order).
 var verdictMetas = []verdictMeta{
 	{
-		Verdict: "Loop", Rule: "truce/loop", Anchor: "loop", Name: "WriteLoop",
+		Verdict: simulate.Loop, Rule: "truce/loop", Anchor: "loop", Name: "WriteLoop",
 		Short: "The GitOps tool and another writer keep rewriting the same fields.",
 		Full: "The GitOps tool applies the value from Git, another writer (an admission step " +
 			"or a controller) changes it back, the tool sees drift and applies again, forever. " +
@@ -42,7 +44,7 @@ var verdictMetas = []verdictMeta{
 		Level: "error", CSS: "loop", Problem: true,
 	},
 	{
-		Verdict: "OutOfSync", Rule: "truce/out-of-sync", Anchor: "outofsync", Name: "PermanentlyOutOfSync",
+		Verdict: simulate.OutOfSync, Rule: "truce/out-of-sync", Anchor: "outofsync", Name: "PermanentlyOutOfSync",
 		Short: "The object stays OutOfSync: a false difference that hides real drift.",
 		Full: "What is stored differs from Git in a way the GitOps tool reports as drift but " +
 			"does not correct (no self-heal), so the object is OutOfSync forever and real " +
@@ -50,7 +52,7 @@ var verdictMetas = []verdictMeta{
 		Level: "error", CSS: "outofsync", Problem: true,
 	},
 	{
-		Verdict: "Rejected", Rule: "truce/rejected", Anchor: "rejected", Name: "AdmissionRejected",
+		Verdict: simulate.Rejected, Rule: "truce/rejected", Anchor: "rejected", Name: "AdmissionRejected",
 		Short: "Admission denies the manifest: the GitOps tool can never apply it.",
 		Full: "The API server's admission chain (validation, ValidatingAdmissionPolicies, " +
 			"webhooks, Pod Security) rejects the write the GitOps tool makes for this manifest, " +
@@ -58,7 +60,7 @@ var verdictMetas = []verdictMeta{
 		Level: "error", CSS: "rejected", Problem: true,
 	},
 	{
-		Verdict: "Pruned", Rule: "truce/pruned", Anchor: "pruned", Name: "PrunedByGitOps",
+		Verdict: simulate.Pruned, Rule: "truce/pruned", Anchor: "pruned", Name: "PrunedByGitOps",
 		Short: "An object another writer generated is deleted by the GitOps tool's prune.",
 		Full: "The object is not in Git but carries the GitOps tool's tracking label or " +
 			"annotation (copied by a generator), so the tool believes it owns it and prunes it; " +
@@ -66,7 +68,7 @@ var verdictMetas = []verdictMeta{
 		Level: "error", CSS: "pruned", Problem: true,
 	},
 	{
-		Verdict: "Unpredictable", Rule: "truce/unpredictable", Anchor: "unpredictable", Name: "UnpredictableWebhook",
+		Verdict: simulate.Unpredictable, Rule: "truce/unpredictable", Anchor: "unpredictable", Name: "UnpredictableWebhook",
 		Short: "A webhook in the write path could not be called offline.",
 		Full: "What the API server would store depends on an admission webhook truce could not " +
 			"call, so the verdict for this object is not known. Tell truce where the webhook's " +
@@ -74,7 +76,7 @@ var verdictMetas = []verdictMeta{
 		Level: "warning", CSS: "unpredictable", Problem: true, Skipped: true,
 	},
 	{
-		Verdict: "Synced", Anchor: "synced", CSS: "synced",
+		Verdict: simulate.Synced, Anchor: "synced", CSS: "synced",
 	},
 }
 
@@ -89,16 +91,17 @@ var settingMeta = verdictMeta{
 
 // metaOf returns what is known about a verdict; an unknown verdict is a
 // problem reported as a note.
-func metaOf(verdict string) verdictMeta {
+func metaOf(verdict simulate.Verdict) verdictMeta {
 	for _, m := range verdictMetas {
 		if m.Verdict == verdict {
 			return m
 		}
 	}
-	slug := kebab(verdict)
+	name := string(verdict)
+	slug := kebab(name)
 	return verdictMeta{
-		Verdict: verdict, Rule: "truce/" + slug, Anchor: strings.ReplaceAll(slug, "-", ""), Name: verdict,
-		Short: verdict + ".", Full: "Verdict " + verdict + ".",
+		Verdict: verdict, Rule: "truce/" + slug, Anchor: strings.ReplaceAll(slug, "-", ""), Name: name,
+		Short: name + ".", Full: "Verdict " + name + ".",
 		Level: "note", CSS: "other", Problem: true,
 	}
 }

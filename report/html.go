@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/truce-dev/truce/simulate"
 )
 
 // One self-contained HTML page: inline CSS, no external resources, and no
@@ -36,8 +38,9 @@ type htmlView struct {
 }
 
 type htmlCount struct {
-	Verdict, Class string
-	N              int
+	Verdict simulate.Verdict
+	Class   string
+	N       int
 }
 
 type htmlRun struct {
@@ -61,7 +64,8 @@ type htmlProblem struct {
 	Run                 string
 	Tool, Unit          string
 	Object, Source      string
-	Verdict, Class      string
+	Verdict             simulate.Verdict
+	Class               string
 	Reason              string
 	Writes              int
 	Window              string
@@ -84,7 +88,7 @@ type htmlLoop struct {
 type htmlFix struct {
 	Kind, Title, Description, Warning string
 	Verified                          bool
-	Verdict                           string
+	Verdict                           simulate.Verdict
 	Edits                             []htmlEdit
 }
 
@@ -115,7 +119,7 @@ func buildHTMLView(r *Report) *htmlView {
 		}
 	}
 	// Verdicts this version does not know still show.
-	known := map[string]bool{}
+	known := map[simulate.Verdict]bool{}
 	for _, m := range verdictMetas {
 		known[m.Verdict] = true
 	}
@@ -132,7 +136,7 @@ func buildHTMLView(r *Report) *htmlView {
 			Window: clockDuration(run.Window), Simulated: clockDuration(run.Simulated),
 			Objects: len(run.Objects),
 		}
-		rc := map[string]int{}
+		rc := map[simulate.Verdict]int{}
 		for _, o := range run.Objects {
 			rc[o.Verdict]++
 		}
@@ -152,15 +156,15 @@ func buildHTMLView(r *Report) *htmlView {
 		}
 	}
 	for _, f := range r.Findings {
-		v.Findings = append(v.Findings, htmlFinding(f))
+		v.Findings = append(v.Findings, htmlFinding{Source: f.Source, Message: f.Message})
 	}
 	return v
 }
 
 // sortedCounts iterates over counts by verdict name.
-func sortedCounts(m map[string]int) func(func(string, int) bool) {
-	return func(yield func(string, int) bool) {
-		keys := make([]string, 0, len(m))
+func sortedCounts(m map[simulate.Verdict]int) func(func(simulate.Verdict, int) bool) {
+	return func(yield func(simulate.Verdict, int) bool) {
+		keys := make([]simulate.Verdict, 0, len(m))
 		for k := range m {
 			keys = append(keys, k)
 		}
@@ -208,7 +212,7 @@ func buildProblem(n int, run *Run, o *Object) *htmlProblem {
 func buildFix(f *Fix) *htmlFix {
 	h := &htmlFix{
 		Kind: f.Kind, Title: f.Title, Description: f.Description, Warning: f.Warning,
-		Verified: f.Verified, Verdict: cmp.Or(f.Verdict, "Synced"),
+		Verified: f.Verified, Verdict: cmp.Or(f.Verdict, simulate.Synced),
 	}
 	for _, e := range f.Edits {
 		he := htmlEdit{Path: e.Path, New: e.New}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/truce-dev/truce/simulate"
 )
 
 // JUnit XML, as CI test views (GitLab, Jenkins, GitHub test reporters,
@@ -104,7 +106,7 @@ func WriteJUnit(w io.Writer, r *Report) error {
 				c.Skipped = &junitFailure{Message: xmlText(o.Reason), Body: xmlText(junitDetails(run, o))}
 			default:
 				s.Failures++
-				c.Failure = &junitFailure{Message: xmlText(o.Reason), Type: xmlText(o.Verdict), Body: xmlText(junitDetails(run, o))}
+				c.Failure = &junitFailure{Message: xmlText(o.Reason), Type: xmlText(string(o.Verdict)), Body: xmlText(junitDetails(run, o))}
 			}
 			s.Cases = append(s.Cases, c)
 		}
@@ -156,9 +158,12 @@ func junitDetails(run *Run, o *Object) string {
 	}
 	fmt.Fprintf(&b, "\n%s\n", sentence(o.Reason))
 	if l := o.Loop; l != nil {
-		fmt.Fprintf(&b, "\nLoop\n  fields:  %s\n  writers: %s (GitOps tool) and %s (%s)\n  period:  %s, %s writes/hour\n",
-			strings.Join(l.Fields, ", "), l.Tool, l.Other, l.OtherKind,
-			clockDuration(l.Period), strconv.FormatFloat(l.WritesPerHour, 'f', -1, 64))
+		b.WriteString("\nLoop\n")
+		if len(l.Fields) > 0 {
+			fmt.Fprintf(&b, "  fields:  %s\n", strings.Join(l.Fields, ", "))
+		}
+		fmt.Fprintf(&b, "  writers: %s (GitOps tool) and %s (%s)\n  period:  %s, %s writes/hour\n",
+			l.Tool, l.Other, l.OtherKind, clockDuration(l.Period), strconv.FormatFloat(l.WritesPerHour, 'f', -1, 64))
 	}
 	if len(o.Fields) > 0 {
 		b.WriteString("\nDifferences\n")
@@ -223,7 +228,7 @@ func junitDetails(run *Run, o *Object) string {
 func writeFixText(b *strings.Builder, label string, f *Fix) {
 	state := "not verified"
 	if f.Verified {
-		state = "verified: " + cmp.Or(f.Verdict, "Synced")
+		state = "verified: " + string(cmp.Or(f.Verdict, simulate.Synced))
 	}
 	fmt.Fprintf(b, "%s (%s, %s): %s\n", label, f.Kind, state, f.Title)
 	if f.Description != "" {

@@ -5,6 +5,8 @@ package report
 
 import (
 	"time"
+
+	"github.com/truce-dev/truce/simulate"
 )
 
 // Report is the result of one `truce check`.
@@ -34,11 +36,10 @@ type Object struct {
 	// Object names it: Kind[.group] namespace/name.
 	Object string `json:"object"`
 	// Source is the manifest's file:line ("" for objects not in Git).
-	Source string `json:"source,omitempty"`
-	// Verdict is Synced, OutOfSync, Loop, Pruned, Rejected or Unpredictable.
-	Verdict string `json:"verdict"`
-	Reason  string `json:"reason"`
-	Loop    *Loop  `json:"loop,omitempty"`
+	Source  string           `json:"source,omitempty"`
+	Verdict simulate.Verdict `json:"verdict"`
+	Reason  string           `json:"reason"`
+	Loop    *Loop            `json:"loop,omitempty"`
 	// Fields are the fields that differ in the tool's last comparison.
 	Fields []Field `json:"fields,omitempty"`
 	// Writes counts writes to the object in the window.
@@ -59,7 +60,7 @@ type Object struct {
 }
 
 // Problem reports whether the verdict needs attention.
-func (o *Object) Problem() bool { return o.Verdict != "Synced" }
+func (o *Object) Problem() bool { return o.Verdict.Problem() }
 
 // Loop is a write loop.
 type Loop struct {
@@ -106,8 +107,8 @@ type Fix struct {
 	Warning     string `json:"warning,omitempty"`
 	// Verified is true when re-running the simulation with the fix applied
 	// gave Verdict (Synced, or the given verdict).
-	Verified bool   `json:"verified"`
-	Verdict  string `json:"verdict,omitempty"`
+	Verified bool             `json:"verified"`
+	Verdict  simulate.Verdict `json:"verdict,omitempty"`
 	// Edits are the file changes the fix makes, as unified diffs.
 	Edits []Edit `json:"edits"`
 }
@@ -124,11 +125,14 @@ type Edit struct {
 type Finding struct {
 	Source  string `json:"source,omitempty"`
 	Message string `json:"message"`
+	// Pointer is the ignore rule's jsonPointers (or Flux paths) entry the
+	// finding is about, when it is about one.
+	Pointer string `json:"pointer,omitempty"`
 }
 
 // Counts returns how many objects have each verdict, over all runs.
-func (r *Report) Counts() map[string]int {
-	out := map[string]int{}
+func (r *Report) Counts() map[simulate.Verdict]int {
+	out := map[simulate.Verdict]int{}
 	for _, run := range r.Runs {
 		for _, o := range run.Objects {
 			out[o.Verdict]++
@@ -142,8 +146,7 @@ func (r *Report) Counts() map[string]int {
 func (r *Report) Failed() bool {
 	for _, run := range r.Runs {
 		for _, o := range run.Objects {
-			switch o.Verdict {
-			case "Loop", "Rejected", "OutOfSync", "Pruned":
+			if o.Verdict.Failed() {
 				return true
 			}
 		}

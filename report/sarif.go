@@ -311,7 +311,7 @@ func sarifObjectResult(run *Run, o *Object, index map[string]int) sarifResult {
 			sarifFingerprint: fingerprint(run.Tool, run.Unit, o.Object, m.Rule),
 		},
 		Properties: &sarifResultProps{
-			Tool: run.Tool, Unit: run.Unit, Object: o.Object, Verdict: o.Verdict, Writes: o.Writes,
+			Tool: run.Tool, Unit: run.Unit, Object: o.Object, Verdict: string(o.Verdict), Writes: o.Writes,
 		},
 	}
 	for _, f := range o.Fields {
@@ -413,7 +413,7 @@ func sarifFixOf(f *Fix) (sarifFix, bool) {
 		md.WriteString(" " + sentence(f.Description))
 	}
 	if f.Verified {
-		v := cmp.Or(f.Verdict, "Synced")
+		v := string(cmp.Or(f.Verdict, "Synced"))
 		text.WriteString(" Verified: the simulation with this fix gives " + v + ".")
 		md.WriteString(" Verified: the simulation with this fix gives " + v + ".")
 	}

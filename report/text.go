@@ -4,14 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
-)
 
-// Verdicts in the order the summary shows them.
-var verdictOrder = []string{"Loop", "OutOfSync", "Rejected", "Pruned", "Unpredictable", "Synced"}
+	"github.com/truce-dev/truce/simulate"
+)
 
 // WriteJSON writes the report as indented JSON.
 func WriteJSON(w io.Writer, r *Report) error {
@@ -44,14 +43,18 @@ func WriteText(w io.Writer, r *Report, opts TextOptions) error {
 	p := &printer{w: w, color: opts.Color}
 	p.line(p.bold("Summary"))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "TOOL\tUNIT\tOBJECTS\t%s\n", strings.Join(verdictOrder, "\t"))
+	header := []string{"TOOL", "UNIT", "OBJECTS"}
+	for _, v := range simulate.Verdicts() {
+		header = append(header, string(v))
+	}
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
 	for _, run := range r.Runs {
-		counts := map[string]int{}
+		counts := map[simulate.Verdict]int{}
 		for _, o := range run.Objects {
 			counts[o.Verdict]++
 		}
-		cells := make([]string, len(verdictOrder))
-		for i, v := range verdictOrder {
+		cells := make([]string, len(simulate.Verdicts()))
+		for i, v := range simulate.Verdicts() {
 			cells[i] = fmt.Sprint(counts[v])
 		}
 		unit := run.Unit
@@ -118,14 +121,14 @@ func (p *printer) paint(code, s string) string {
 
 func (p *printer) bold(s string) string { return p.paint(ansiBold, s) }
 
-func (p *printer) verdict(v string) string {
+func (p *printer) verdict(v simulate.Verdict) string {
 	switch v {
-	case "Synced":
-		return p.paint(ansiGreen, v)
-	case "Unpredictable":
-		return p.paint(ansiYellow, v)
+	case simulate.Synced:
+		return p.paint(ansiGreen, string(v))
+	case simulate.Unpredictable:
+		return p.paint(ansiYellow, string(v))
 	}
-	return p.paint(ansiRed, v)
+	return p.paint(ansiRed, string(v))
 }
 
 func (p *printer) object(o Object, verbose bool) {
@@ -141,7 +144,9 @@ func (p *printer) object(o Object, verbose bool) {
 		if fields == "/" {
 			fields = "the whole object (deleted and created again)"
 		}
-		p.line(fmt.Sprintf("    loop: %s", fields))
+		if fields != "" {
+			p.line(fmt.Sprintf("    loop: %s", fields))
+		}
 		p.line(fmt.Sprintf("      writers: %s and %s (%s)", l.Tool, l.Other, l.OtherKind))
 		if l.Period > 0 {
 			p.line(fmt.Sprintf("      pace: every %s at steady state, %.0f writes per hour; %d writes in the window", short(l.Period), l.WritesPerHour, o.Writes))
@@ -203,9 +208,9 @@ func (p *printer) object(o Object, verbose bool) {
 func (p *printer) fix(label string, f Fix, diffs bool) {
 	status := "not verified"
 	if f.Verified {
-		status = "verified: " + f.Verdict + " after the fix"
+		status = "verified: " + string(f.Verdict) + " after the fix"
 	} else if f.Verdict != "" {
-		status = "does not resolve it: " + f.Verdict + " after the fix"
+		status = "does not resolve it: " + string(f.Verdict) + " after the fix"
 	}
 	p.line(fmt.Sprintf("    %s: %s (%s, %s)", p.bold(label), f.Title, f.Kind, status))
 	p.line("      " + f.Description)
@@ -250,23 +255,19 @@ func quoteShort(s string) string {
 }
 
 // SortedVerdicts lists the verdicts present in counts, in summary order.
-func SortedVerdicts(counts map[string]int) []string {
-	var out []string
-	for _, v := range verdictOrder {
+func SortedVerdicts(counts map[simulate.Verdict]int) []simulate.Verdict {
+	var out []simulate.Verdict
+	for _, v := range simulate.Verdicts() {
 		if counts[v] > 0 {
 			out = append(out, v)
 		}
 	}
-	var other []string
+	var other []simulate.Verdict
 	for v := range counts {
-		found := false
-		for _, k := range verdictOrder {
-			found = found || k == v
-		}
-		if !found {
+		if !slices.Contains(simulate.Verdicts(), v) {
 			other = append(other, v)
 		}
 	}
-	sort.Strings(other)
+	slices.Sort(other)
 	return append(out, other...)
 }

@@ -193,7 +193,7 @@ func (a *ArgoCD) Compare(ctx context.Context, c cluster.Cluster) (map[cluster.Re
 		if err != nil {
 			return nil, err
 		}
-		o.Source = d.Source
+		o.Source = d.Source.String()
 		a.cache[ref] = cached{rv: rv, obj: o}
 		out[ref] = o
 	}

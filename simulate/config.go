@@ -252,7 +252,7 @@ func hpaWriter(d Desired, desired []Desired) Writer {
 	return &FieldWriter{Type: TypeHPA, Manager: "kube-controller-manager",
 		Target: Selector{Group: gv.Group, Kind: kind, Namespace: ns, Name: name},
 		Set:    map[string]any{"/spec/replicas": replicas}, After: defaultAfter(TypeHPA),
-		Source: d.Source + " (detected)"}
+		Source: d.Source.String() + " (detected)"}
 }
 
 // intField reads an integer however the decoder typed it.
@@ -293,7 +293,7 @@ func caInjector(d Desired) Writer {
 		return nil
 	}
 	return &FieldWriter{Type: TypeCAInjector, Manager: "cert-manager-cainjector", Target: sel, Set: set,
-		After: defaultAfter(TypeCAInjector), Source: d.Source + " (detected)"}
+		After: defaultAfter(TypeCAInjector), Source: d.Source.String() + " (detected)"}
 }
 
 // Kinds lists the kinds writers create, for the tool's prune candidates.

@@ -11,12 +11,13 @@ import (
 
 	"github.com/truce-dev/truce/cluster"
 	"github.com/truce-dev/truce/drift"
+	"github.com/truce-dev/truce/manifest"
 )
 
-// Desired is one manifest from Git and where it came from ("file:line").
+// Desired is one manifest from Git and where it came from.
 type Desired struct {
 	Object *unstructured.Unstructured
-	Source string
+	Source manifest.Source
 }
 
 // Tool is a GitOps tool's reconciler: how it compares, applies, prunes and

@@ -213,7 +213,7 @@ func (f *Flux) Compare(ctx context.Context, c cluster.Cluster) (map[cluster.Ref]
 			continue
 		}
 		if urv, ok := f.unchanged[ref]; ok && urv == rv && rv != "" {
-			d := &drift.Object{Source: f.Desired[i].Source, APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Namespace: o.GetNamespace(),
+			d := &drift.Object{Source: f.Desired[i].Source.String(), APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Namespace: o.GetNamespace(),
 				Name: o.GetName(), Strategy: "flux", Status: drift.InSync, Fields: []drift.Field{}}
 			f.cache[ref] = cached{rv: rv, obj: d}
 			out[ref] = d
@@ -223,7 +223,7 @@ func (f *Flux) Compare(ctx context.Context, c cluster.Cluster) (map[cluster.Ref]
 		if err != nil {
 			return nil, err
 		}
-		d.Source = f.Desired[i].Source
+		d.Source = f.Desired[i].Source.String()
 		f.cache[ref] = cached{rv: rv, obj: d}
 		out[ref] = d
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/cluster"
 	"github.com/truce-dev/truce/cluster/memory"
+	"github.com/truce-dev/truce/manifest"
 )
 
 // objects decodes "---"-separated YAML documents.
@@ -37,7 +38,7 @@ func desiredOf(t *testing.T, docs string) []Desired {
 	t.Helper()
 	var out []Desired
 	for i, o := range objects(t, docs) {
-		out = append(out, Desired{Object: o, Source: "git.yaml:" + string(rune('1'+i))})
+		out = append(out, Desired{Object: o, Source: manifest.Source{File: "git.yaml", Line: i + 1}})
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/truce-dev/truce/cluster"
 	"github.com/truce-dev/truce/drift"
+	"github.com/truce-dev/truce/manifest"
 )
 
 // Verdict is what happens to one object under one GitOps tool.
@@ -32,6 +33,23 @@ const (
 // Problem reports whether the verdict needs a fix.
 func (v Verdict) Problem() bool { return v != Synced }
 
+// Failed reports whether the verdict fails a check (exit status 1):
+// something loops, is rejected, pruned or stays OutOfSync. Unpredictable
+// does not: nothing is known to be wrong.
+func (v Verdict) Failed() bool {
+	switch v {
+	case Loop, Rejected, OutOfSync, Pruned:
+		return true
+	}
+	return false
+}
+
+// Verdicts lists every verdict, problems first, in the order summaries
+// show them.
+func Verdicts() []Verdict {
+	return []Verdict{Loop, OutOfSync, Rejected, Pruned, Unpredictable, Synced}
+}
+
 // Result is one run of one tool.
 type Result struct {
 	// Tool is "argocd" or "flux"; Unit names the Application or
@@ -53,8 +71,9 @@ type Result struct {
 
 // Object is the verdict for one object.
 type Object struct {
-	Ref    cluster.Ref `json:"ref"`
-	Source string      `json:"source,omitempty"`
+	Ref cluster.Ref `json:"ref"`
+	// Source is the manifest's file and line; zero for objects not in Git.
+	Source manifest.Source `json:"source"`
 	// InGit is false for objects other writers created (generated copies).
 	InGit   bool    `json:"inGit"`
 	Verdict Verdict `json:"verdict"`

@@ -10,6 +10,7 @@ import (
 	"github.com/truce-dev/truce/drift"
 	"github.com/truce-dev/truce/drift/ignore"
 	"github.com/truce-dev/truce/gitops"
+	"github.com/truce-dev/truce/manifest"
 )
 
 // Setup is one simulation to run: a GitOps tool with its settings, and the
@@ -20,8 +21,8 @@ type Setup struct {
 	// Kustomization ("" for the tool's defaults when the repository has no
 	// settings for it).
 	Tool, Unit string
-	// Source is where the unit is defined (file:line), "" for defaults.
-	Source  string
+	// Source is where the unit is defined, zero for defaults.
+	Source  manifest.Source
 	Desired []Desired
 	build   func(desired []Desired, kinds []schema.GroupVersionKind) (Tool, error)
 }
@@ -36,74 +37,100 @@ func (s *Setup) Build(desired []Desired, kinds []schema.GroupVersionKind) (Tool,
 // Argo CD Application and Flux Kustomization, each with the manifests under
 // its path (all manifests when paths do not separate them). A repository
 // without GitOps settings gets both tools with their defaults: Argo CD
-// with automated sync, self-heal and prune, and Flux every 10 minutes.
+// with automated sync, self-heal and prune, and Flux every 10 minutes. The
+// diff strategy and ignore rules of each are gitops.Settings.ComparisonFor's.
 func Setups(s *gitops.Settings, desired []Desired) ([]*Setup, error) {
 	var out []*Setup
 	if s == nil {
 		s = &gitops.Settings{}
 	}
-	cfg := s.ArgoConfig
-	if cfg == nil {
-		cfg = gitops.DefaultArgoConfig()
-	}
 	for _, app := range s.Applications {
-		set, err := ignore.Compile(s.ArgoRules(app), ignore.Options{})
+		setup, err := argoSetup(s, app, under(desired, app.Paths, len(s.Applications)))
 		if err != nil {
 			return nil, fmt.Errorf("%s: ignore rules: %w", app.Source, err)
 		}
-		out = append(out, &Setup{Tool: "argocd", Unit: app.Name, Source: app.Source,
-			Desired: under(desired, app.Paths, len(s.Applications)),
-			build: func(d []Desired, kinds []schema.GroupVersionKind) (Tool, error) {
-				a := &ArgoCD{
-					App:                      app.Name,
-					ServerSideApply:          app.SyncOptions.ServerSideApply,
-					RespectIgnoreDifferences: app.SyncOptions.RespectIgnoreDifferences,
-					ServerSideDiff:           app.ServerSideDiff(cfg),
-					IncludeMutationWebhook:   app.CompareOptions.IncludeMutationWebhook,
-					TrackingMethod:           string(cfg.TrackingMethod),
-					InstanceLabelKey:         cfg.InstanceLabelKey,
-					Rules:                    set,
-					IgnoreAggregatedRoles:    cfg.IgnoreAggregatedRoles,
-					Backoff:                  DefaultBackoff(),
-					Desired:                  d,
-					Kinds:                    kinds,
-				}
-				if app.Automated != nil && app.Automated.Enabled {
-					a.Automated, a.SelfHeal, a.Prune = true, app.Automated.SelfHeal, app.Automated.Prune
-				}
-				return a, nil
-			}})
+		out = append(out, setup)
 	}
 	for _, k := range s.Kustomizations {
-		var rules []drift.FluxRule
-		for _, r := range k.Rules() {
-			for _, fr := range ignore.FluxRules([]ignore.Rule{r}) {
-				rules = append(rules, drift.FluxRule{IgnoreRule: fr, Name: r.String()})
-			}
-		}
 		paths := []string{}
 		if k.Path != "" {
 			paths = append(paths, k.Path)
 		}
-		out = append(out, &Setup{Tool: "flux", Unit: k.Name, Source: k.Source,
-			Desired: under(desired, paths, len(s.Kustomizations)),
-			build: func(d []Desired, _ []schema.GroupVersionKind) (Tool, error) {
-				return &Flux{Kustomization: k.Name, Namespace: k.Namespace, Interval: k.Interval,
-					Rules: rules, Force: k.Force, Desired: d}, nil
-			}})
+		out = append(out, fluxSetup(s, k, under(desired, paths, len(s.Kustomizations))))
 	}
 	if len(out) > 0 {
 		return out, nil
 	}
-	out = append(out,
-		&Setup{Tool: "argocd", Desired: desired, build: func(d []Desired, kinds []schema.GroupVersionKind) (Tool, error) {
-			return &ArgoCD{App: "app", Automated: true, SelfHeal: true, Prune: true, TrackingMethod: string(cfg.TrackingMethod),
-				Backoff: DefaultBackoff(), Desired: d, Kinds: kinds}, nil
-		}},
-		&Setup{Tool: "flux", Desired: desired, build: func(d []Desired, _ []schema.GroupVersionKind) (Tool, error) {
-			return &Flux{Desired: d}, nil
-		}})
-	return out, nil
+	argo, err := argoSetup(s, nil, desired)
+	if err != nil {
+		return nil, fmt.Errorf("the ignore rules for Argo CD's defaults: %w", err)
+	}
+	return append(out, argo, fluxSetup(s, nil, desired)), nil
+}
+
+// argoSetup simulates an Application, or with app nil one with Argo CD's
+// defaults (automated sync, self-heal, prune) in the repository's Argo CD.
+func argoSetup(s *gitops.Settings, app *gitops.ArgoApplication, desired []Desired) (*Setup, error) {
+	cfg := s.ArgoConfig
+	if cfg == nil {
+		cfg = gitops.DefaultArgoConfig()
+	}
+	cmp := s.ComparisonFor(gitops.Unit{Tool: ignore.ArgoCD, App: app})
+	set, err := ignore.Compile(cmp.Rules, ignore.Options{})
+	if err != nil {
+		return nil, err
+	}
+	setup := &Setup{Tool: "argocd", Desired: desired}
+	if app != nil {
+		setup.Unit, setup.Source = app.Name, app.Source
+	}
+	setup.build = func(d []Desired, kinds []schema.GroupVersionKind) (Tool, error) {
+		a := &ArgoCD{
+			App:                    "app",
+			Automated:              true,
+			SelfHeal:               true,
+			Prune:                  true,
+			ServerSideDiff:         cmp.Strategy == gitops.StrategyArgoServerSide,
+			IncludeMutationWebhook: cmp.IncludeMutationWebhook,
+			TrackingMethod:         string(cfg.TrackingMethod),
+			InstanceLabelKey:       cfg.InstanceLabelKey,
+			Rules:                  set,
+			IgnoreAggregatedRoles:  cfg.IgnoreAggregatedRoles,
+			Backoff:                DefaultBackoff(),
+			Desired:                d,
+			Kinds:                  kinds,
+		}
+		if app != nil {
+			a.App = app.Name
+			a.ServerSideApply = app.SyncOptions.ServerSideApply
+			a.RespectIgnoreDifferences = app.SyncOptions.RespectIgnoreDifferences
+			a.Automated, a.SelfHeal, a.Prune = false, false, false
+			if app.Automated != nil && app.Automated.Enabled {
+				a.Automated, a.SelfHeal, a.Prune = true, app.Automated.SelfHeal, app.Automated.Prune
+			}
+		}
+		return a, nil
+	}
+	return setup, nil
+}
+
+// fluxSetup simulates a Kustomization, or with k nil one with Flux's
+// defaults.
+func fluxSetup(s *gitops.Settings, k *gitops.FluxKustomization, desired []Desired) *Setup {
+	rules := drift.FluxRules(s.ComparisonFor(gitops.Unit{Tool: ignore.Flux, Kustomization: k}).Rules)
+	setup := &Setup{Tool: "flux", Desired: desired}
+	if k == nil {
+		setup.build = func(d []Desired, _ []schema.GroupVersionKind) (Tool, error) {
+			return &Flux{Rules: rules, Desired: d}, nil
+		}
+		return setup
+	}
+	setup.Unit, setup.Source = k.Name, k.Source
+	setup.build = func(d []Desired, _ []schema.GroupVersionKind) (Tool, error) {
+		return &Flux{Kustomization: k.Name, Namespace: k.Namespace, Interval: k.Interval,
+			Rules: rules, Force: k.Force, Desired: d}, nil
+	}
+	return setup
 }
 
 // under picks the manifests whose file lies under one of paths (a
@@ -116,11 +143,7 @@ func under(desired []Desired, paths []string, units int) []Desired {
 	}
 	var out []Desired
 	for _, d := range desired {
-		file := d.Source
-		if i := strings.LastIndex(file, ":"); i > 0 {
-			file = file[:i]
-		}
-		file = path.Clean("/" + strings.ReplaceAll(file, "\\", "/"))
+		file := path.Clean("/" + strings.ReplaceAll(d.Source.File, "\\", "/"))
 		for _, p := range paths {
 			p = strings.Trim(path.Clean("/"+p), "/")
 			if p == "" || p == "." || strings.Contains(file, "/"+p+"/") {

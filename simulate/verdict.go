@@ -121,8 +121,21 @@ func judge(o *Object, tool Tool, writes []Write, rejections map[cluster.Ref]stri
 		o.Verdict = Loop
 		o.Loop = loopOf(writes, tool, fields, other, kind, res)
 		o.Writes = extrapolate(o, writes, res)
+		what := "it"
+		if len(fields) > 0 {
+			what = strings.Join(fields, ", ")
+		}
 		o.Reason = fmt.Sprintf("%s writes %s back %d times in %s; %s changes it again",
-			tool.Name(), strings.Join(fields, ", "), len(corrective), res.Simulated.Round(time.Second), other)
+			tool.Name(), what, len(corrective), res.Simulated.Round(time.Second), other)
+		return
+	}
+	if o.Drift != nil && o.Drift.Status == drift.Rejected {
+		// The tool never wrote it (Flux's reconciliation stops at the
+		// first object the server refuses; Argo CD without automated
+		// sync does not try), but the server refuses its dry run: that
+		// is the problem to show, not drift.
+		o.Verdict, o.Rejection = Rejected, strings.Join(o.Drift.Notes, "; ")
+		o.Reason = "the server refuses the dry run" + lastFailure(tool, res)
 		return
 	}
 	if o.Drift != nil && outOfSync(o.Drift) {
@@ -133,16 +146,17 @@ func judge(o *Object, tool Tool, writes []Write, rejections map[cluster.Ref]stri
 				fs = append(fs, f.Pointer)
 			}
 		}
-		o.Reason = fmt.Sprintf("%s shows drift on %s and does not correct it", tool.Name(), strings.Join(fs, ", "))
-		if o.Drift.Status == drift.Missing {
+		switch {
+		case o.Drift.Status == drift.Missing:
 			o.Reason = fmt.Sprintf("%s never created it", tool.Name())
+		case len(fs) == 0:
+			// The tool's own comparison found drift that its listing
+			// of fields does not place.
+			o.Reason = fmt.Sprintf("%s shows it as drifted and does not correct it", tool.Name())
+		default:
+			o.Reason = fmt.Sprintf("%s shows drift on %s and does not correct it", tool.Name(), strings.Join(fs, ", "))
 		}
-		if n := len(res.Rounds); n > 0 && len(res.Rounds[n-1].Failed) > 0 {
-			o.Reason += fmt.Sprintf("; its last reconciliation failed (%s)", res.Rounds[n-1].Failed[0])
-			if tool.Name() == "argocd" {
-				o.Reason += ", and Argo CD does not auto-sync a revision again after a failed attempt"
-			}
-		}
+		o.Reason += lastFailure(tool, res)
 		return
 	}
 	o.Verdict = Synced
@@ -150,6 +164,19 @@ func judge(o *Object, tool Tool, writes []Write, rejections map[cluster.Ref]stri
 	if len(corrective) == 1 {
 		o.Reason = "corrected once, then in sync"
 	}
+}
+
+// lastFailure says why the tool's last reconciliation failed, if it did.
+func lastFailure(tool Tool, res *Result) string {
+	n := len(res.Rounds)
+	if n == 0 || len(res.Rounds[n-1].Failed) == 0 {
+		return ""
+	}
+	out := fmt.Sprintf("; its last reconciliation failed (%s)", res.Rounds[n-1].Failed[0])
+	if tool.Name() == "argocd" {
+		out += ", and Argo CD does not auto-sync a revision again after a failed attempt"
+	}
+	return out
 }
 
 // loopFields are the fields the loop is about: those both the tool and

@@ -18,6 +18,7 @@ import (
 	"github.com/truce-dev/truce/e2e/apiserver"
 	"github.com/truce-dev/truce/internal/cli"
 	"github.com/truce-dev/truce/report"
+	sim "github.com/truce-dev/truce/simulate"
 )
 
 // truce check --kubeconfig reads the admission configuration and
@@ -71,7 +72,7 @@ spec:
 		t.Fatalf("report %+v", r)
 	}
 	o := r.Runs[0].Objects[0]
-	if o.Verdict != "Loop" || o.Loop == nil || o.Loop.Other != fmt.Sprintf("MutatingAdmissionPolicy/mirror-%[1]s (binding mirror-%[1]s)", ns) {
+	if o.Verdict != sim.Loop || o.Loop == nil || o.Loop.Other != fmt.Sprintf("MutatingAdmissionPolicy/mirror-%[1]s (binding mirror-%[1]s)", ns) {
 		t.Fatalf("%s: %s %+v (%s)", o.Object, o.Verdict, o.Loop, o.Reason)
 	}
 	if o.Fix == nil || o.Fix.Kind != "git-value" || !o.Fix.Verified {

@@ -25,6 +25,7 @@ import (
 	"github.com/truce-dev/truce/drift"
 	"github.com/truce-dev/truce/drift/ignore"
 	"github.com/truce-dev/truce/e2e/apiserver"
+	"github.com/truce-dev/truce/manifest"
 	sim "github.com/truce-dev/truce/simulate"
 )
 
@@ -333,7 +334,7 @@ func checkWindow(ctx context.Context, t *testing.T, lc *live.Cluster, tc simCase
 // simulate runs the case on c with a fresh tool and writers.
 func simulate(ctx context.Context, t *testing.T, what string, c cluster.Cluster, tc simCase, ns string, opts sim.Options) (*sim.Result, time.Duration) {
 	t.Helper()
-	desired := []sim.Desired{{Object: parse(t, deployment(ns, "web", "nginx:1.27")), Source: "git.yaml:1"}}
+	desired := []sim.Desired{{Object: parse(t, deployment(ns, "web", "nginx:1.27")), Source: manifest.Source{File: "git.yaml", Line: 1}}}
 	var writers []sim.Writer
 	if tc.writers != nil {
 		writers = tc.writers(ns)

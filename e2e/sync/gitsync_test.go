@@ -224,7 +224,7 @@ data: {"not a key": x}
 		c := st.Contested[0]
 		want := gitsync.ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: e.ns, Name: "keep"}
 		if c.Object != want || c.Field != "/data/mode" || c.Writer != (gitsync.Writer{Manager: "editor", Operation: "Update"}) ||
-			c.Git != "green" || c.Live != "red" || c.Changes != 3 || c.Revision != "main@sha1:3" || c.Fix.Kind != fix.KindIgnoreRule || c.Since.IsZero() {
+			c.Git != "green" || c.Live != "red" || c.Changes != 3 || c.Revision != "main@sha1:3" || c.Fix.Kind != string(fix.KindIgnoreRule) || c.Since.IsZero() {
 			t.Fatalf("%s: contested %+v", when, c)
 		}
 	}

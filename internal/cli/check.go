@@ -1,21 +1,16 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/truce-dev/truce/check"
-	"github.com/truce-dev/truce/fix"
 	"github.com/truce-dev/truce/fix/yamledit"
 	"github.com/truce-dev/truce/lint"
 	"github.com/truce-dev/truce/manifest"
@@ -23,6 +18,8 @@ import (
 	"github.com/truce-dev/truce/simulate"
 )
 
+// checkOptions are truce check's flags; complete, validate and run are
+// its steps, as in kubectl's commands.
 type checkOptions struct {
 	clusterFlags
 	format      string
@@ -35,6 +32,9 @@ type checkOptions struct {
 	kubeconfig  string
 	kubeContext string
 	ref         string
+
+	// args are the repositories to check.
+	args []string
 }
 
 // Check formats.
@@ -79,17 +79,13 @@ stays OutOfSync, 2 error.`,
   truce check examples/hpa-flux --format html > report.html`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			outcome, err := runCheck(cmd.Context(), cmd, &o.clusterFlags, args, o.ref, o.kubeconfig, o.kubeContext, simulate.Options{Window: o.window, MaxRounds: o.rounds}, !o.noVerify)
-			if err != nil {
+			if err := o.complete(args); err != nil {
 				return err
 			}
-			if err := o.print(cmd, outcome.Report); err != nil {
+			if err := o.validate(); err != nil {
 				return err
 			}
-			if outcome.Report.Failed() {
-				return exitError{exitFound}
-			}
-			return nil
+			return o.run(cmd)
 		},
 	}
 	f := cmd.Flags()
@@ -105,6 +101,56 @@ stays OutOfSync, 2 error.`,
 	f.StringVar(&o.kubeContext, "context", "", "the kubeconfig context")
 	f.StringVar(&o.ref, "ref", "", "for a Git repository: the branch, tag or commit to read")
 	return cmd
+}
+
+// complete fills in what the flags leave to the arguments.
+func (o *checkOptions) complete(args []string) error {
+	o.args = args
+	return nil
+}
+
+// live reports whether the cluster is read from --kubeconfig.
+func (o *checkOptions) live() bool { return o.kubeconfig != "" || o.kubeContext != "" }
+
+// validate refuses flags that do not go together, before anything is read.
+func (o *checkOptions) validate() error {
+	switch o.format {
+	case "text", "json", "sarif", "junit", "html":
+	default:
+		return fmt.Errorf("unknown --format %q (want %s)", o.format, checkFormats)
+	}
+	if _, err := useColor(o.color, io.Discard); err != nil {
+		return err
+	}
+	if o.live() && len(o.cluster) > 0 {
+		return fmt.Errorf("--kubeconfig reads the cluster; -c describes one: use one or the other")
+	}
+	return nil
+}
+
+// run checks, adds truce lint's findings and prints the report.
+func (o *checkOptions) run(cmd *cobra.Command) error {
+	ctx := cmd.Context()
+	req, err := loadCheckRequest(ctx, cmd, &o.clusterFlags, o.args, o.ref, o.kubeconfig, o.kubeContext)
+	if err != nil {
+		return err
+	}
+	req.Options.Simulation = simulate.Options{Window: o.window, MaxRounds: o.rounds}
+	req.Verify = !o.noVerify
+	outcome, err := check.Run(ctx, req)
+	if err != nil {
+		return err
+	}
+	if err := addLintFindings(ctx, outcome.Report, append(append([]manifest.Object{}, req.Input.Repository...), req.Input.Cluster...)); err != nil {
+		return err
+	}
+	if err := o.print(cmd, outcome.Report); err != nil {
+		return err
+	}
+	if outcome.Report.Failed() {
+		return exitError{exitFound}
+	}
+	return nil
 }
 
 func (o *checkOptions) print(cmd *cobra.Command, r *treport.Report) error {
@@ -137,54 +183,32 @@ func (o *checkOptions) print(cmd *cobra.Command, r *treport.Report) error {
 	return yamledit.WriteFileAtomic(o.output, []byte(b.String()))
 }
 
-// runCheck loads the repository and the cluster and runs the check, with a
-// loader that verifies fixes on a copy of the inputs.
-func runCheck(ctx context.Context, cmd *cobra.Command, cf *clusterFlags, args []string, ref, kubeconfig, kubeContext string, sim simulate.Options, verify bool) (*check.Outcome, error) {
+// loadCheckRequest reads the repository, the cluster (-c, or the live
+// cluster of --kubeconfig) and the admission options, and says where they
+// came from for verifying fixes.
+func loadCheckRequest(ctx context.Context, cmd *cobra.Command, cf *clusterFlags, args []string, ref, kubeconfig, kubeContext string) (check.Request, error) {
 	_, aopts, clusterObjs, err := cf.load(ctx)
 	if err != nil {
-		return nil, err
+		return check.Request{}, err
 	}
 	repoObjs, err := loadArgs(ctx, cmd, args, ref)
 	if err != nil {
-		return nil, err
+		return check.Request{}, err
 	}
 	if len(repoObjs) == 0 {
-		return nil, fmt.Errorf("no manifests found in %s", strings.Join(args, ", "))
+		return check.Request{}, fmt.Errorf("no manifests found in %s", strings.Join(args, ", "))
 	}
-	if kubeconfig != "" || kubeContext != "" {
-		if len(cf.cluster) > 0 {
-			return nil, fmt.Errorf("--kubeconfig reads the cluster; -c describes one: use one or the other")
-		}
+	live := kubeconfig != "" || kubeContext != ""
+	if live {
 		if clusterObjs, err = readLiveCluster(ctx, kubeconfig, kubeContext, repoObjs); err != nil {
-			return nil, err
+			return check.Request{}, err
 		}
 	}
-	in := check.Input{Repository: repoObjs, Cluster: clusterObjs}
-	var loader check.Loader
-	if verify {
-		loader = overlayLoader(cmd, args, cf.cluster, repoObjs, clusterObjs, kubeconfig != "" || kubeContext != "")
-	}
-	var read fix.Reader
-	for _, a := range args {
-		if _, ok := manifest.ParseGitArg(a); ok {
-			// Fixes are edits of a working tree.
-			read = func(path string) ([]byte, error) {
-				if _, err := os.Stat(path); err != nil {
-					return nil, fmt.Errorf("%s is read from Git; run truce check on a clone to get fixes as edits", path)
-				}
-				return os.ReadFile(path)
-			}
-		}
-	}
-	out, err := check.Check(ctx, in, check.Options{Admission: aopts, Simulation: sim}, loader, read)
-	if err != nil {
-		return nil, err
-	}
-	out.Report.Repository = strings.Join(args, " ")
-	if err := addLintFindings(ctx, out.Report, append(append([]manifest.Object{}, repoObjs...), clusterObjs...)); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return check.Request{
+		Input:   check.Input{Repository: repoObjs, Cluster: clusterObjs},
+		Sources: check.Sources{Repository: args, Cluster: cf.cluster, Live: live},
+		Options: check.Options{Admission: aopts},
+	}, nil
 }
 
 // addLintFindings adds truce lint's findings on the same objects to the
@@ -260,214 +284,4 @@ func loadArgs(ctx context.Context, cmd *cobra.Command, args []string, ref string
 		objs = append(objs, got...)
 	}
 	return objs, nil
-}
-
-// overlayLoader verifies a fix. Plain manifest files the fix rewrites or
-// creates are decoded from the fix's bytes and replace what was loaded
-// from them; everything else is reused as loaded. When a fix touches what
-// kustomize renders (a kustomization, or a file one uses), the inputs are
-// copied to a temporary directory, the fix's files written over the copy,
-// and everything is loaded from there.
-func overlayLoader(cmd *cobra.Command, args, clusterPaths []string, repoObjs, clusterObjs []manifest.Object, live bool) check.Loader {
-	return func(ctx context.Context, overlay map[string][]byte) (check.Input, error) {
-		for _, a := range args {
-			if _, ok := manifest.ParseGitArg(a); ok {
-				return check.Input{}, fmt.Errorf("fixes of a Git source are verified on a working tree: clone it and check the directory")
-			}
-		}
-		if len(overlay) == 0 && repoObjs != nil {
-			return check.Input{Repository: repoObjs, Cluster: clusterObjs}, nil
-		}
-		if in, ok, err := replaceFiles(overlay, args, clusterPaths, repoObjs, clusterObjs, live); ok || err != nil {
-			return in, err
-		}
-		return copyAndLoad(ctx, cmd, overlay, args, clusterPaths, clusterObjs, live)
-	}
-}
-
-// replaceFiles is the fast way of overlayLoader: ok is false when a file
-// of the overlay is rendered by kustomize.
-func replaceFiles(overlay map[string][]byte, args, clusterPaths []string, repoObjs, clusterObjs []manifest.Object, live bool) (check.Input, bool, error) {
-	if repoObjs == nil {
-		return check.Input{}, false, nil
-	}
-	abs := func(p string) string {
-		a, err := filepath.Abs(p)
-		if err != nil {
-			return p
-		}
-		return a
-	}
-	changed := map[string]bool{}
-	for p := range overlay {
-		base := filepath.Base(p)
-		if base == "kustomization.yaml" || base == "kustomization.yml" || base == "Kustomization" {
-			return check.Input{}, false, nil
-		}
-		changed[abs(p)] = true
-	}
-	for _, objs := range [][]manifest.Object{repoObjs, clusterObjs} {
-		for _, o := range objs {
-			if o.Source.Kustomization == "" {
-				continue
-			}
-			if changed[abs(o.Source.File)] {
-				return check.Input{}, false, nil
-			}
-			kdir := filepath.Dir(abs(o.Source.Kustomization)) + string(filepath.Separator)
-			for p := range changed {
-				if strings.HasPrefix(p, kdir) {
-					return check.Input{}, false, nil
-				}
-			}
-		}
-	}
-	keep := func(objs []manifest.Object) []manifest.Object {
-		var out []manifest.Object
-		for _, o := range objs {
-			if !changed[abs(o.Source.File)] {
-				out = append(out, o)
-			}
-		}
-		return out
-	}
-	repo, cl := keep(repoObjs), clusterObjs
-	if !live {
-		cl = keep(clusterObjs)
-	}
-	under := func(p string, roots []string) bool {
-		for _, r := range roots {
-			ra := abs(r)
-			if p == ra || strings.HasPrefix(p, ra+string(filepath.Separator)) {
-				return true
-			}
-		}
-		return false
-	}
-	paths := make([]string, 0, len(overlay))
-	for p := range overlay {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
-	for _, p := range paths {
-		objs, err := manifest.Decode(p, bytes.NewReader(overlay[p]), manifest.DefaultOptions())
-		if err != nil {
-			return check.Input{}, true, err
-		}
-		switch {
-		case under(abs(p), args):
-			repo = append(repo, objs...)
-		case under(abs(p), clusterPaths) && !live:
-			cl = append(cl, objs...)
-		default:
-			return check.Input{}, true, fmt.Errorf("%s is outside the paths checked", p)
-		}
-	}
-	return check.Input{Repository: repo, Cluster: cl}, true, nil
-}
-
-// copyAndLoad loads the inputs from a temporary copy with the overlay
-// written over it.
-func copyAndLoad(ctx context.Context, cmd *cobra.Command, overlay map[string][]byte, args, clusterPaths []string, liveCluster []manifest.Object, live bool) (check.Input, error) {
-	tmp, err := os.MkdirTemp("", "truce-verify-")
-	if err != nil {
-		return check.Input{}, err
-	}
-	defer os.RemoveAll(tmp)
-	mapped := func(paths []string, prefix string) ([]string, map[string]string, error) {
-		out := make([]string, len(paths))
-		roots := map[string]string{}
-		for i, p := range paths {
-			abs, err := filepath.Abs(p)
-			if err != nil {
-				return nil, nil, err
-			}
-			dst := filepath.Join(tmp, fmt.Sprintf("%s%d", prefix, i), filepath.Base(abs))
-			if err := copyTree(abs, dst); err != nil {
-				return nil, nil, fmt.Errorf("copying %s to verify a fix: %w", p, err)
-			}
-			out[i] = dst
-			roots[abs] = dst
-		}
-		return out, roots, nil
-	}
-	repoPaths, repoRoots, err := mapped(args, "repo")
-	if err != nil {
-		return check.Input{}, err
-	}
-	cPaths, cRoots, err := mapped(clusterPaths, "cluster")
-	if err != nil {
-		return check.Input{}, err
-	}
-	for path, data := range overlay {
-		dst, err := mapInto(path, repoRoots, cRoots)
-		if err != nil {
-			return check.Input{}, err
-		}
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return check.Input{}, err
-		}
-		if err := os.WriteFile(dst, data, 0o644); err != nil {
-			return check.Input{}, err
-		}
-	}
-	repoObjs, err := loadArgs(ctx, cmd, repoPaths, "")
-	if err != nil {
-		return check.Input{}, err
-	}
-	clusterObjs := liveCluster
-	if !live {
-		if clusterObjs, err = manifest.LoadPaths(ctx, cPaths, manifest.DefaultOptions()); err != nil {
-			return check.Input{}, err
-		}
-	}
-	return check.Input{Repository: repoObjs, Cluster: clusterObjs}, nil
-}
-
-// mapInto finds where a file of the inputs lives in the copy.
-func mapInto(path string, rootsList ...map[string]string) (string, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", err
-	}
-	for _, roots := range rootsList {
-		for src, dst := range roots {
-			if abs == src {
-				return dst, nil
-			}
-			if rel, err := filepath.Rel(src, abs); err == nil && !strings.HasPrefix(rel, "..") {
-				return filepath.Join(dst, rel), nil
-			}
-		}
-	}
-	return "", fmt.Errorf("%s is outside the paths checked", path)
-}
-
-// copyTree copies regular files and directories (not .git, not symlinks
-// leading out) from src to dst.
-func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		switch {
-		case d.IsDir():
-			if d.Name() == ".git" && p != src {
-				return filepath.SkipDir
-			}
-			return os.MkdirAll(target, 0o755)
-		case d.Type().IsRegular():
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(target, data, 0o644)
-		}
-		return nil
-	})
 }

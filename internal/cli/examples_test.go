@@ -128,7 +128,7 @@ func checkJSON(t *testing.T, dir string) (checked, int) {
 	for _, run := range r.Runs {
 		for _, o := range run.Objects {
 			k := run.Tool + " " + run.Unit + " " + o.Object
-			c.verdicts[k] = o.Verdict
+			c.verdicts[k] = string(o.Verdict)
 			if o.Problem() {
 				c.fixed[k] = o.Fix != nil && o.Fix.Verified
 			}
@@ -142,7 +142,7 @@ func checkJSON(t *testing.T, dir string) (checked, int) {
 func copyExample(t *testing.T, name string) string {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), name)
-	if err := copyTree(filepath.Join("..", "..", "examples", name), dst); err != nil {
+	if err := os.CopyFS(dst, os.DirFS(filepath.Join("..", "..", "examples", name))); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(dst); err != nil {

@@ -1,10 +1,9 @@
 package cli
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"sort"
+	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,11 +11,13 @@ import (
 
 	"github.com/truce-dev/truce/check"
 	"github.com/truce-dev/truce/fix"
-	"github.com/truce-dev/truce/fix/yamledit"
 	"github.com/truce-dev/truce/manifest"
+	treport "github.com/truce-dev/truce/report"
 	"github.com/truce-dev/truce/simulate"
 )
 
+// fixOptions are truce fix's flags; complete, validate and run are its
+// steps, as in kubectl's commands.
 type fixOptions struct {
 	clusterFlags
 	dryRun bool
@@ -24,6 +25,10 @@ type fixOptions struct {
 	object string
 	window time.Duration
 	rounds int
+
+	// args are the directories to fix; fixKinds is --kind, typed.
+	args     []string
+	fixKinds []fix.Kind
 }
 
 func newFixCommand() *cobra.Command {
@@ -53,165 +58,129 @@ Exit status: 0 everything settles after the fixes, 1 something still does not,
   truce fix ./deploy -c ./cluster --kind ignore-rule --object Deployment.apps/shop/web`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runFix(cmd.Context(), cmd, o, args)
+			if err := o.complete(args); err != nil {
+				return err
+			}
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return o.run(cmd)
 		},
 	}
 	f := cmd.Flags()
 	o.clusterFlags.register(f)
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the changes instead of writing them")
-	f.StringSliceVar(&o.kinds, "kind", nil, "fix kinds to use, in order: "+strings.Join(fixKinds, ", ")+" (default: the first verified)")
+	f.StringSliceVar(&o.kinds, "kind", nil, "fix kinds to use, in order: "+fixKindList()+" (default: the first verified)")
 	f.StringVar(&o.object, "object", "", "fix only objects whose name (Kind[.group]/namespace/name) contains this")
 	f.DurationVar(&o.window, "window", time.Hour, "the simulated window, as for check")
 	f.IntVar(&o.rounds, "rounds", 16, "reconciliations simulated write by write, as for check")
 	return cmd
 }
 
-var fixKinds = []string{fix.KindGitValue, fix.KindValidatingPolicy, fix.KindServerSideDiff, fix.KindIgnoreRule, fix.KindTrackingAnnotation}
+func fixKindList() string {
+	var names []string
+	for _, k := range fix.Kinds() {
+		names = append(names, string(k))
+	}
+	return strings.Join(names, ", ")
+}
 
-func runFix(ctx context.Context, cmd *cobra.Command, o *fixOptions, args []string) error {
+// complete fills in what the flags leave to the arguments.
+func (o *fixOptions) complete(args []string) error {
+	o.args = args
+	o.fixKinds = nil
 	for _, k := range o.kinds {
-		found := false
-		for _, known := range fixKinds {
-			found = found || k == known
-		}
-		if !found {
-			return fmt.Errorf("unknown --kind %q (want %s)", k, strings.Join(fixKinds, ", "))
+		o.fixKinds = append(o.fixKinds, fix.Kind(k))
+	}
+	return nil
+}
+
+// validate refuses unknown fix kinds and Git sources before anything is
+// read.
+func (o *fixOptions) validate() error {
+	for _, k := range o.fixKinds {
+		if !slices.Contains(fix.Kinds(), k) {
+			return fmt.Errorf("unknown --kind %q (want %s)", k, fixKindList())
 		}
 	}
-	for _, a := range args {
+	for _, a := range o.args {
 		if _, ok := manifest.ParseGitArg(a); ok {
 			return fmt.Errorf("%s: fix writes to a working tree; clone the repository and fix the directory", a)
 		}
 	}
-	sim := simulate.Options{Window: o.window, MaxRounds: o.rounds}
-	outcome, err := runCheck(ctx, cmd, &o.clusterFlags, args, "", "", "", sim, true)
+	return nil
+}
+
+// run applies the fixes and prints what was done.
+func (o *fixOptions) run(cmd *cobra.Command) error {
+	ctx := cmd.Context()
+	req, err := loadCheckRequest(ctx, cmd, &o.clusterFlags, o.args, "", "", "")
 	if err != nil {
 		return err
 	}
-	out := cmd.OutOrStdout()
-	// Fixes are made again over the files as earlier fixes left them, so
-	// two fixes of one file both land.
-	overlay := map[string][]byte{}
-	before := map[string][]byte{}
-	read := func(path string) ([]byte, error) {
-		if data, ok := overlay[path]; ok {
-			return data, nil
-		}
-		return os.ReadFile(path)
+	req.Options.Simulation = simulate.Options{Window: o.window, MaxRounds: o.rounds}
+	applied, err := check.Fix(ctx, req, check.FixOptions{Kinds: o.fixKinds, Object: o.object, DryRun: o.dryRun})
+	if applied != nil {
+		printFixes(cmd.OutOrStdout(), applied, o.dryRun)
 	}
-	applied := 0
-	for _, pf := range outcome.Problems {
-		name := pf.Ref.String()
-		if o.object != "" && !strings.Contains(name, o.object) {
-			continue
-		}
-		kind := ""
-		if len(o.kinds) == 0 {
-			if pf.Chosen == nil {
-				fmt.Fprintf(out, "%s %s (%s): no verified fix\n", pf.Verdict, name, unitLabel(pf.Tool, pf.Unit))
-				continue
-			}
-			kind = pf.Chosen.Kind
-		} else {
-			for _, k := range o.kinds {
-				for _, c := range pf.Candidates {
-					if c.Kind == k && kind == "" {
-						kind = k
-					}
-				}
-			}
-			if kind == "" {
-				fmt.Fprintf(out, "%s %s (%s): none of the fixes asked for applies\n", pf.Verdict, name, unitLabel(pf.Tool, pf.Unit))
-				continue
-			}
-		}
-		cands, skipped := fix.Candidates(pf.Problem, read)
-		var c *fix.Candidate
-		for _, cand := range cands {
-			if cand.Kind == kind {
-				c = cand
-				break
-			}
-		}
-		if c == nil {
-			return fmt.Errorf("%s: the %s fix cannot be made over the earlier fixes: %s", name, kind, strings.Join(skipped, "; "))
-		}
-		applied++
-		fmt.Fprintf(out, "%s %s (%s): %s\n", pf.Verdict, name, unitLabel(pf.Tool, pf.Unit), c.Title)
-		if c.Warning != "" {
-			fmt.Fprintf(out, "  warning: %s\n", c.Warning)
-		}
-		for _, p := range c.Paths() {
-			if _, ok := before[p]; !ok {
-				before[p] = c.Before[p]
-			}
-			overlay[p] = c.Files[p]
-		}
+	if err != nil {
+		return err
 	}
-	if applied == 0 {
-		fmt.Fprintln(out, "nothing to fix")
-		if outcome.Report.Failed() {
+	if applied.After == nil {
+		if applied.Before.Report.Failed() {
 			return exitError{exitFound}
 		}
 		return nil
 	}
-	paths := make([]string, 0, len(overlay))
-	for p := range overlay {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
-	whole := &fix.Candidate{Files: overlay, Before: before}
-	for _, p := range paths {
-		if o.dryRun {
-			fmt.Fprint(out, whole.Diff(p))
-			continue
-		}
-		if err := yamledit.WriteFileAtomic(p, overlay[p]); err != nil {
-			return fmt.Errorf("writing %s: %w", p, err)
-		}
-		verb := "updated"
-		if before[p] == nil {
-			verb = "created"
-		}
-		fmt.Fprintf(out, "%s %s\n", verb, p)
-	}
-	// Check again: with the files written, or over the overlay.
-	after, err := recheck(ctx, cmd, o, args, sim, overlay)
-	if err != nil {
-		return err
-	}
-	counts := after.Report.Counts()
-	var parts []string
-	for _, v := range []string{"Synced", "Loop", "OutOfSync", "Rejected", "Pruned", "Unpredictable"} {
-		if counts[v] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", counts[v], v))
-		}
-	}
-	state := "after the fixes"
-	if o.dryRun {
-		state = "with the fixes (not written)"
-	}
-	fmt.Fprintf(out, "%s: %s\n", state, strings.Join(parts, ", "))
-	if after.Report.Failed() {
+	if applied.After.Report.Failed() {
 		return exitError{exitFound}
 	}
 	return nil
 }
 
-// recheck checks the repository again, from disk or over an overlay.
-func recheck(ctx context.Context, cmd *cobra.Command, o *fixOptions, args []string, sim simulate.Options, overlay map[string][]byte) (*check.Outcome, error) {
-	_, aopts, _, err := o.clusterFlags.load(ctx)
-	if err != nil {
-		return nil, err
+// printFixes prints, per problem, the fix applied (or why none), then the
+// diffs (dry run) or the files written, then the verdicts after.
+func printFixes(out io.Writer, a *check.Applied, dryRun bool) {
+	for _, c := range a.Choices {
+		what := fmt.Sprintf("%s %s (%s)", c.Verdict, c.Ref.String(), unitLabel(c.Tool, c.Unit))
+		if c.Fix == nil {
+			fmt.Fprintf(out, "%s: %s\n", what, c.Reason)
+			continue
+		}
+		fmt.Fprintf(out, "%s: %s\n", what, c.Fix.Title)
+		if c.Fix.Warning != "" {
+			fmt.Fprintf(out, "  warning: %s\n", c.Fix.Warning)
+		}
 	}
-	if !o.dryRun {
-		overlay = nil
+	if a.Fixed() == 0 {
+		fmt.Fprintln(out, "nothing to fix")
+		return
 	}
-	in, err := copyAndLoad(ctx, cmd, overlay, args, o.cluster, nil, false)
-	if err != nil {
-		return nil, err
+	if dryRun {
+		for _, p := range a.Plan.Paths() {
+			fmt.Fprint(out, a.Plan.Diff(p))
+		}
 	}
-	return check.Check(ctx, in, check.Options{Admission: aopts, Simulation: sim}, nil, nil)
+	for _, w := range a.Written {
+		verb := "updated"
+		if w.Created {
+			verb = "created"
+		}
+		fmt.Fprintf(out, "%s %s\n", verb, w.Path)
+	}
+	if a.After == nil {
+		return
+	}
+	counts := a.After.Report.Counts()
+	var parts []string
+	for _, v := range treport.SortedVerdicts(counts) {
+		parts = append(parts, fmt.Sprintf("%d %s", counts[v], v))
+	}
+	state := "after the fixes"
+	if dryRun {
+		state = "with the fixes (not written)"
+	}
+	fmt.Fprintf(out, "%s: %s\n", state, strings.Join(parts, ", "))
 }
 
 func unitLabel(tool, unit string) string {

@@ -32,7 +32,7 @@ func loadRepository(ctx context.Context, cmd *cobra.Command, args []string, ref 
 	}
 	in := make([]gitops.Object, len(objs))
 	for i, o := range objs {
-		in[i] = gitops.Object{Source: o.Source.String(), Unstructured: o.Object}
+		in[i] = gitops.ObjectOf(o)
 	}
 	settings, rest, err := gitops.Discover(in)
 	if err != nil {
@@ -64,77 +64,59 @@ func (r *repository) objects() []*unstructured.Unstructured {
 // and compiles the ignore rules that go with it.
 func (o *diffOptions) buildStrategy(ctx context.Context, repo *repository, c cluster.Cluster, mem *memory.Cluster) (drift.Strategy, error) {
 	s := repo.settings
-	name := o.strategy
-	var app *gitops.ArgoApplication
+	unit := gitops.Unit{}
 	if len(s.Applications) > 0 {
-		app = s.Applications[0]
+		unit.App = s.Applications[0]
 		if len(s.Applications) > 1 {
-			repo.findings = append(repo.findings, fmt.Sprintf("%d Argo CD Applications found; using the settings of %s (%s)", len(s.Applications), app.Name, app.Source))
+			repo.findings = append(repo.findings, fmt.Sprintf("%d Argo CD Applications found; using the settings of %s (%s)", len(s.Applications), unit.App.Name, unit.App.Source))
 		}
 	}
-	if name == strategyAuto {
-		switch {
-		case len(s.Kustomizations) > 0:
-			name = strategyFlux
-		case app != nil && app.ServerSideDiff(s.ArgoConfig):
-			name = strategyArgoSSD
-		case app != nil:
-			name = strategyArgoLegacy
-		default:
-			name = strategyPredicted
-		}
-	}
-	switch name {
+	switch o.strategy {
+	case strategyAuto:
 	case strategyFlux:
-		var rules []ignore.Rule
-		for _, k := range s.Kustomizations {
-			rules = append(rules, k.Rules()...)
-		}
-		if err := reportIneffective(repo, rules); err != nil {
-			return nil, err
-		}
-		flux := &drift.Flux{Cluster: c}
-		for _, r := range rules {
-			for _, fr := range ignore.FluxRules([]ignore.Rule{r}) {
-				flux.Rules = append(flux.Rules, drift.FluxRule{IgnoreRule: fr, Name: r.String()})
-			}
-		}
-		return flux, nil
+		unit.Tool = ignore.Flux
 	case strategyArgoLegacy, strategyArgoSSD:
-		rules := s.ArgoRules(app)
-		set, err := ignore.Compile(rules, ignore.Options{})
-		if err != nil {
-			return nil, err
-		}
-		repo.addFindings(set)
-		tracking := drift.Tracking{}
-		if app != nil {
-			tracking = drift.Tracking{App: app.Name, Method: string(s.ArgoConfig.TrackingMethod)}
-		}
-		tcs := drift.TypeConvertersFor(ctx, c)
-		if name == strategyArgoSSD {
-			include := app != nil && app.CompareOptions.IncludeMutationWebhook
-			return drift.NewArgoServerSide(c, include, set, tcs, tracking, s.ArgoConfig.IgnoreAggregatedRoles), nil
-		}
-		return drift.NewArgoLegacy(c, set, tcs, tracking, s.ArgoConfig.IgnoreAggregatedRoles), nil
+		unit.Tool = ignore.ArgoCD
 	case strategyPredicted:
-		if mem == nil {
-			return nil, fmt.Errorf("--strategy predicted makes no API call: use -c to describe the cluster instead of --kubeconfig")
-		}
-		return &drift.Predicted{Admitter: mem}, nil
+		return predicted(mem)
+	default:
+		return nil, fmt.Errorf("unknown --strategy %q (want %s)", o.strategy, strategyListForUsage)
 	}
-	return nil, fmt.Errorf("unknown --strategy %q (want %s)", o.strategy, strategyListForUsage)
-}
-
-// reportIneffective compiles rules only to report those that do nothing;
-// Flux's own library applies them.
-func reportIneffective(repo *repository, rules []ignore.Rule) error {
-	set, err := ignore.Compile(rules, ignore.Options{})
+	cmp := s.ComparisonFor(unit)
+	if cmp.Tool == "" {
+		return predicted(mem)
+	}
+	set, err := ignore.Compile(cmp.Rules, ignore.Options{})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	repo.addFindings(set)
-	return nil
+	if cmp.Tool == ignore.Flux {
+		// Flux's own library applies the rules.
+		return &drift.Flux{Cluster: c, Rules: drift.FluxRules(cmp.Rules)}, nil
+	}
+	tracking := drift.Tracking{}
+	if unit.App != nil {
+		tracking = drift.Tracking{App: unit.App.Name, Method: string(s.ArgoConfig.TrackingMethod)}
+	}
+	tcs := drift.TypeConvertersFor(ctx, c)
+	serverSide := cmp.Strategy == gitops.StrategyArgoServerSide
+	if o.strategy != strategyAuto {
+		serverSide = o.strategy == strategyArgoSSD
+	}
+	if serverSide {
+		return drift.NewArgoServerSide(c, cmp.IncludeMutationWebhook, set, tcs, tracking, s.ArgoConfig.IgnoreAggregatedRoles), nil
+	}
+	return drift.NewArgoLegacy(c, set, tcs, tracking, s.ArgoConfig.IgnoreAggregatedRoles), nil
+}
+
+// predicted is the offline admission chain's prediction, which needs the
+// in-process cluster.
+func predicted(mem *memory.Cluster) (drift.Strategy, error) {
+	if mem == nil {
+		return nil, fmt.Errorf("--strategy predicted makes no API call: use -c to describe the cluster instead of --kubeconfig")
+	}
+	return &drift.Predicted{Admitter: mem}, nil
 }
 
 func (repo *repository) addFindings(set *ignore.Set) {
