@@ -121,7 +121,7 @@ func (o *diffOptions) buildStrategy(ctx context.Context, repo *repository, c clu
 		if mem == nil {
 			return nil, fmt.Errorf("--strategy predicted makes no API call: use -c to describe the cluster instead of --kubeconfig")
 		}
-		return &drift.Predicted{Admitter: mem}, nil
+		return &drift.Predicted{Admitter: mem, Order: predictedOrder(s)}, nil
 	}
 	return nil, fmt.Errorf("unknown --strategy %q (want %s)", o.strategy, strategyListForUsage)
 }
