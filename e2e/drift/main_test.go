@@ -11,8 +11,9 @@
 // IncludeMutationWebhook, TestArgo). TestPredictedSync checks the
 // predicted strategy on repositories that bring their own Namespace, CRD or
 // policies against the server the repository was applied to in its tool's
-// order. TestDelete compares deletes, and
-// BenchmarkDriftLive measures the strategies against the real server.
+// order; TestLintPodSecurityWithParameters checks lint's pod-security rule
+// with a policy that reads a custom resource. TestDelete compares deletes,
+// and BenchmarkDriftLive measures the strategies against the real server.
 package drift
 
 import (
