@@ -16,7 +16,6 @@ import (
 	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/manifest"
 	"github.com/truce-dev/truce/schema"
-	serving "github.com/truce-dev/truce/webhook"
 )
 
 // mutatorRules run the input's MutatingAdmissionPolicies offline, each on
@@ -47,7 +46,7 @@ type unit struct {
 type shared struct {
 	once   sync.Once
 	units  []*unit
-	probes []serving.Probe
+	probes []admission.Probe
 	err    error
 	done   func()
 }
@@ -62,7 +61,7 @@ func (s *shared) release() {
 // alone, with the rest of the input as its cluster, and returns the probes;
 // once per Run. The returned func releases the chains when the rule was
 // called outside Run.
-func mutatorSetup(ctx context.Context, in *Input) ([]*unit, []serving.Probe, func(), error) {
+func mutatorSetup(ctx context.Context, in *Input) ([]*unit, []admission.Probe, func(), error) {
 	if in.shared == nil {
 		return compileMutators(ctx, in)
 	}
@@ -178,7 +177,7 @@ func (a admissionInput) bound(p manifest.Object) []*unstructured.Unstructured {
 
 // compileMutators does mutatorSetup's work. A policy that does not compile
 // is skipped: the API server refuses it, which is not these rules' to say.
-func compileMutators(ctx context.Context, in *Input) ([]*unit, []serving.Probe, func(), error) {
+func compileMutators(ctx context.Context, in *Input) ([]*unit, []admission.Probe, func(), error) {
 	a, err := splitForAdmission(in)
 	if err != nil {
 		return nil, nil, func() {}, err
@@ -217,11 +216,11 @@ func compileMutators(ctx context.Context, in *Input) ([]*unit, []serving.Probe, 
 		closeAll()
 		return nil, nil, func() {}, fmt.Errorf("building the cluster of the mutating policies: %w", err)
 	}
-	return units, serving.Probes(state, append(a.others, a.samples...)), closeAll, nil
+	return units, admission.Probes(state, append(a.others, a.samples...)), closeAll, nil
 }
 
 // mutate runs u on body; nil when it does not change it.
-func (u *unit) mutate(ctx context.Context, p serving.Probe, body []byte) (*admission.ReviewResult, error) {
+func (u *unit) mutate(ctx context.Context, p admission.Probe, body []byte) (*admission.ReviewResult, error) {
 	res, err := u.chain.Mutate(ctx, p.Review(body))
 	if err != nil || !res.Allowed || res.Object == nil || len(res.Changes) == 0 {
 		return nil, err
@@ -317,7 +316,7 @@ func checkCompeting(ctx context.Context, in *Input) ([]Finding, error) {
 
 // after returns body once u has run on it (body itself when u changes
 // nothing), decoded.
-func after(ctx context.Context, u *unit, p serving.Probe, body []byte) map[string]any {
+func after(ctx context.Context, u *unit, p admission.Probe, body []byte) map[string]any {
 	if res, err := u.mutate(ctx, p, body); err == nil && res != nil {
 		body = res.Object
 	}
