@@ -112,6 +112,10 @@ type Options struct {
 	// MaxWebhookTimeout is what the write path can afford to wait for
 	// webhooks; 0 means DefaultMaxWebhookTimeout.
 	MaxWebhookTimeout time.Duration
+	// Simulator runs the GitOps tools for the loop rule; without one that
+	// rule reports that it could not simulate (when there is something to
+	// simulate).
+	Simulator Simulator
 }
 
 func (o Options) maxWebhookTimeout() time.Duration {

@@ -77,7 +77,7 @@ func TestMutatorRulesOnlyReportOrderDependence(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			findings, err := Run(context.Background(), &Input{Objects: objs}, Options{})
+			findings, err := Run(context.Background(), &Input{Objects: objs}, testOptions())
 			if err != nil {
 				t.Fatal(err)
 			}
