@@ -70,6 +70,9 @@ type Finding struct {
 	Why string `json:"why"`
 	// Fix says what to change.
 	Fix string `json:"fix"`
+	// Pointer is the ignore rule's JSON pointer the finding is about (an
+	// Argo CD jsonPointers entry), as written; "" for the other rules.
+	Pointer string `json:"pointer,omitempty"`
 }
 
 // LiveSource is the Source.File of objects read from a live cluster. Their
