@@ -25,7 +25,7 @@ type Strategy interface {
 type SyncStrategy interface {
 	Strategy
 	// DiffAll compares every object of one sync; the answers are in the
-	// order of desired.
+	// order of desired. An error about one object is an *ObjectError.
 	DiffAll(ctx context.Context, desired []*unstructured.Unstructured) ([]*Object, error)
 }
 
@@ -40,12 +40,22 @@ func DiffAll(ctx context.Context, s Strategy, desired []*unstructured.Unstructur
 	for i, d := range desired {
 		o, err := s.Diff(ctx, d)
 		if err != nil {
-			return nil, err
+			return nil, &ObjectError{Index: i, Err: err}
 		}
 		out[i] = o
 	}
 	return out, nil
 }
+
+// ObjectError is DiffAll's error about one object, desired[Index], so that
+// the caller can name where that object comes from.
+type ObjectError struct {
+	Index int
+	Err   error
+}
+
+func (e *ObjectError) Error() string { return e.Err.Error() }
+func (e *ObjectError) Unwrap() error { return e.Err }
 
 // Status is the outcome for one object.
 type Status string

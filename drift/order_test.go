@@ -2,6 +2,7 @@ package drift
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,7 +10,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/cluster"
+	"github.com/truce-dev/truce/cluster/memory"
 )
 
 func TestFluxStages(t *testing.T) {
@@ -181,4 +184,41 @@ func TestFluxStageSeesOnlyEarlierStages(t *testing.T) {
 	if again[2].Status != Drifted {
 		t.Errorf("deployment on the next sync: %s, want Drifted", again[2].Status)
 	}
+}
+
+// failingAdmitter fails every admission.
+type failingAdmitter struct{ *memory.Cluster }
+
+func (failingAdmitter) Admit(context.Context, admission.Request) (*admission.Result, error) {
+	return nil, errors.New("chain broken")
+}
+
+// TestDiffAllNamesTheObject: an error about one object says which (its
+// position), for the caller to name its file and line.
+func TestDiffAllNamesTheObject(t *testing.T) {
+	objs := []*unstructured.Unstructured{object(t, shopNamespace), object(t, shopWeb)}
+	for _, tc := range []struct {
+		s     Strategy
+		index int
+	}{
+		{&Predicted{Admitter: failingAdmitter{newMemory(t)}}, 0}, // the Namespace goes first
+		{failingStrategy{}, 1},
+	} {
+		_, err := DiffAll(context.Background(), tc.s, objs)
+		var oe *ObjectError
+		if !errors.As(err, &oe) || oe.Index != tc.index || !strings.Contains(err.Error(), "broken") {
+			t.Errorf("%s: %v, want an ObjectError for object %d", tc.s.Name(), err, tc.index)
+		}
+	}
+}
+
+// failingStrategy fails on Deployments.
+type failingStrategy struct{}
+
+func (failingStrategy) Name() string { return "failing" }
+func (failingStrategy) Diff(_ context.Context, d *unstructured.Unstructured) (*Object, error) {
+	if d.GetKind() == "Deployment" {
+		return nil, errors.New("strategy broken")
+	}
+	return newObject("failing", d), nil
 }

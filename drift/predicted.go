@@ -63,7 +63,7 @@ func (p *Predicted) DiffAll(ctx context.Context, desired []*unstructured.Unstruc
 		for _, i := range stage {
 			o, err := p.Diff(ctx, desired[i])
 			if err != nil {
-				return nil, err
+				return nil, &ObjectError{Index: i, Err: err}
 			}
 			out[i] = o
 		}
@@ -73,13 +73,13 @@ func (p *Predicted) DiffAll(ctx context.Context, desired []*unstructured.Unstruc
 			}
 			opts := cluster.ApplyOptions{FieldManager: p.manager(), Force: true}
 			if _, err := p.Admitter.Apply(ctx, desired[i].DeepCopy(), opts); err != nil {
-				return nil, fmt.Errorf("storing %s for the objects applied after it: %w", cluster.RefOf(desired[i]), err)
+				return nil, &ObjectError{Index: i, Err: fmt.Errorf("storing %s for the objects applied after it: %w", cluster.RefOf(desired[i]), err)}
 			}
 		}
 	}
 	for i, o := range out {
 		if o == nil {
-			return nil, fmt.Errorf("the sync order left out %s", cluster.RefOf(desired[i]))
+			return nil, &ObjectError{Index: i, Err: fmt.Errorf("the sync order left out %s", cluster.RefOf(desired[i]))}
 		}
 	}
 	return out, nil

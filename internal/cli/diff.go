@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -126,6 +127,9 @@ func runDiff(ctx context.Context, cmd *cobra.Command, o *diffOptions, args []str
 		return err
 	}
 	objs, err := drift.DiffAll(ctx, strategy, repo.objects())
+	if oe := (*drift.ObjectError)(nil); errors.As(err, &oe) {
+		return fmt.Errorf("%s: %w", repo.manifests[oe.Index].Source, oe.Err)
+	}
 	if err != nil {
 		return err
 	}
