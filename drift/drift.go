@@ -19,6 +19,44 @@ type Strategy interface {
 	Diff(ctx context.Context, desired *unstructured.Unstructured) (*Object, error)
 }
 
+// SyncStrategy is a Strategy whose answer for an object depends on the
+// objects the tool applies before it in the same sync (the predicted
+// strategy admits a Deployment after its Namespace).
+type SyncStrategy interface {
+	Strategy
+	// DiffAll compares every object of one sync; the answers are in the
+	// order of desired. An error about one object is an *ObjectError.
+	DiffAll(ctx context.Context, desired []*unstructured.Unstructured) ([]*Object, error)
+}
+
+// DiffAll compares every object of desired with s: as one sync when s is a
+// SyncStrategy, one by one otherwise. The answers are in the order of
+// desired.
+func DiffAll(ctx context.Context, s Strategy, desired []*unstructured.Unstructured) ([]*Object, error) {
+	if ss, ok := s.(SyncStrategy); ok {
+		return ss.DiffAll(ctx, desired)
+	}
+	out := make([]*Object, len(desired))
+	for i, d := range desired {
+		o, err := s.Diff(ctx, d)
+		if err != nil {
+			return nil, &ObjectError{Index: i, Err: err}
+		}
+		out[i] = o
+	}
+	return out, nil
+}
+
+// ObjectError is DiffAll's error about one object, desired[Index], so that
+// the caller can name where that object comes from.
+type ObjectError struct {
+	Index int
+	Err   error
+}
+
+func (e *ObjectError) Error() string { return e.Err.Error() }
+func (e *ObjectError) Unwrap() error { return e.Err }
+
 // Status is the outcome for one object.
 type Status string
 

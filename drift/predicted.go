@@ -11,10 +11,14 @@ import (
 	"github.com/truce-dev/truce/cluster"
 )
 
-// Admitter runs a write through the offline admission chain without
-// storing it; cluster/memory implements it.
+// Admitter is the offline admission chain with its cluster;
+// cluster/memory implements it.
 type Admitter interface {
+	// Admit runs a write through admission without storing it.
 	Admit(ctx context.Context, req admission.Request) (*admission.Result, error)
+	// Apply admits and stores a server-side apply: DiffAll keeps each
+	// object of a sync, so that the objects after it see it.
+	Apply(ctx context.Context, obj *unstructured.Unstructured, opts cluster.ApplyOptions) (*unstructured.Unstructured, error)
 }
 
 // Predicted compares Git with the object the offline admission chain
@@ -26,19 +30,65 @@ type Predicted struct {
 	// FieldManager is the applier; it matters for conflicts with other
 	// owners of existing objects.
 	FieldManager string
+	// Order is how the GitOps tool sequences a sync, for DiffAll; nil is
+	// Argo CD's (ArgoSyncOrder).
+	Order Order
 }
+
+var _ SyncStrategy = (*Predicted)(nil)
 
 // Name implements Strategy.
 func (p *Predicted) Name() string { return "predicted" }
 
-// Diff implements Strategy.
+func (p *Predicted) manager() string {
+	if p.FieldManager == "" {
+		return admission.DefaultFieldManager
+	}
+	return p.FieldManager
+}
+
+// DiffAll implements SyncStrategy: desired is one sync, admitted stage by
+// stage in the tool's order, each stage against the cluster as the
+// earlier ones left it, so that the repository's own Namespaces, CRDs and
+// admission configuration are in place for the objects applied after
+// them. Every admitted object is stored in the Admitter's cluster: give it
+// a cluster made for this comparison.
+func (p *Predicted) DiffAll(ctx context.Context, desired []*unstructured.Unstructured) ([]*Object, error) {
+	order := p.Order
+	if order == nil {
+		order = ArgoSyncOrder
+	}
+	out := make([]*Object, len(desired))
+	for _, stage := range order(desired) {
+		for _, i := range stage {
+			o, err := p.Diff(ctx, desired[i])
+			if err != nil {
+				return nil, &ObjectError{Index: i, Err: err}
+			}
+			out[i] = o
+		}
+		for _, i := range stage {
+			if out[i].Status == Rejected {
+				continue
+			}
+			opts := cluster.ApplyOptions{FieldManager: p.manager(), Force: true}
+			if _, err := p.Admitter.Apply(ctx, desired[i].DeepCopy(), opts); err != nil {
+				return nil, &ObjectError{Index: i, Err: fmt.Errorf("storing %s for the objects applied after it: %w", cluster.RefOf(desired[i]), err)}
+			}
+		}
+	}
+	for i, o := range out {
+		if o == nil {
+			return nil, &ObjectError{Index: i, Err: fmt.Errorf("the sync order left out %s", cluster.RefOf(desired[i]))}
+		}
+	}
+	return out, nil
+}
+
+// Diff implements Strategy: desired alone, against the cluster as it is.
 func (p *Predicted) Diff(ctx context.Context, desired *unstructured.Unstructured) (*Object, error) {
 	out := newObject(p.Name(), desired)
-	manager := p.FieldManager
-	if manager == "" {
-		manager = admission.DefaultFieldManager
-	}
-	res, err := p.Admitter.Admit(ctx, admission.Request{Object: desired.DeepCopy(), FieldManager: manager, Apply: true, Force: true})
+	res, err := p.Admitter.Admit(ctx, admission.Request{Object: desired.DeepCopy(), FieldManager: p.manager(), Apply: true, Force: true})
 	if err != nil {
 		return nil, fmt.Errorf("predicting %s: %w", cluster.RefOf(desired), err)
 	}

@@ -310,7 +310,9 @@ func checkPointerUnescapedSlash(_ context.Context, in *Input) ([]Finding, error)
 		key := fixed[len(fixed)-1]
 		msg := fmt.Sprintf("%s %q: %q looks like one key with an unescaped \"/\"", e.field, e.pointer, key)
 		jq, _ := jqPath(fixed, nil)
-		out = append(out, finding(e.obj, msg, whyUnescapedSlash, fmt.Sprintf(fixUnescapedSlash, ignore.FormatPointer(fixed), jq)))
+		f := finding(e.obj, msg, whyUnescapedSlash, fmt.Sprintf(fixUnescapedSlash, ignore.FormatPointer(fixed), jq))
+		f.Pointer = e.pointer
+		out = append(out, f)
 	}
 	return out, nil
 }
@@ -347,7 +349,9 @@ func checkPointerListIndex(_ context.Context, in *Input) ([]Finding, error) {
 		if placeholder {
 			fix += " (replace NAME with the item's name)"
 		}
-		out = append(out, finding(e.obj, msg, whyListIndex, fix))
+		f := finding(e.obj, msg, whyListIndex, fix)
+		f.Pointer = e.pointer
+		out = append(out, f)
 	}
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"reflect"
@@ -240,6 +241,36 @@ func TestLabelTracking(t *testing.T) {
 		}
 		if len(fs) != tt.want {
 			t.Errorf("%s: got %+v, want %d findings", tt.name, fs, tt.want)
+		}
+	}
+}
+
+// TestPointerFindingsCarryThePointer: the two jsonPointers rules name the
+// entry they are about in Finding.Pointer (and in the JSON output), as
+// written in the Application; the other rules leave it empty.
+func TestPointerFindingsCarryThePointer(t *testing.T) {
+	for rule, want := range map[string]string{
+		RuleArgoPointerUnescapedSlash: "/metadata/annotations/example.com/last-scan",
+		RuleArgoPointerListIndex:      "/spec/template/spec/containers/0/image",
+	} {
+		got, err := Run(context.Background(), loadExample(t, rule, "bad.yaml"), testOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range got {
+			switch {
+			case f.Rule == rule && f.Pointer != want:
+				t.Errorf("%s: pointer %q, want %q", rule, f.Pointer, want)
+			case f.Rule != RuleArgoPointerUnescapedSlash && f.Rule != RuleArgoPointerListIndex && f.Pointer != "":
+				t.Errorf("%s has a pointer: %+v", f.Rule, f)
+			}
+		}
+		var buf bytes.Buffer
+		if err := WriteJSON(&buf, findingsOf(got, rule)); err != nil {
+			t.Fatal(err)
+		}
+		if w := fmt.Sprintf(`"pointer": %q`, want); !strings.Contains(buf.String(), w) {
+			t.Errorf("%s: the JSON output has no %s:\n%s", rule, w, buf.String())
 		}
 	}
 }

@@ -48,7 +48,7 @@ func TestExamples(t *testing.T) {
 	own := ownRules()
 	for _, r := range Rules() {
 		t.Run(r.ID, func(t *testing.T) {
-			bad, err := Run(context.Background(), loadExample(t, r.ID, "bad.yaml"), Options{})
+			bad, err := Run(context.Background(), loadExample(t, r.ID, "bad.yaml"), testOptions())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,7 +67,7 @@ func TestExamples(t *testing.T) {
 					t.Errorf("source %q does not name bad.yaml and a line", f.Source)
 				}
 			}
-			good, err := Run(context.Background(), loadExample(t, r.ID, "good.yaml"), Options{})
+			good, err := Run(context.Background(), loadExample(t, r.ID, "good.yaml"), testOptions())
 			if err != nil {
 				t.Fatal(err)
 			}

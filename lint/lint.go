@@ -70,6 +70,9 @@ type Finding struct {
 	Why string `json:"why"`
 	// Fix says what to change.
 	Fix string `json:"fix"`
+	// Pointer is the ignore rule's JSON pointer the finding is about (an
+	// Argo CD jsonPointers entry), as written; "" for the other rules.
+	Pointer string `json:"pointer,omitempty"`
 }
 
 // LiveSource is the Source.File of objects read from a live cluster. Their
@@ -112,6 +115,10 @@ type Options struct {
 	// MaxWebhookTimeout is what the write path can afford to wait for
 	// webhooks; 0 means DefaultMaxWebhookTimeout.
 	MaxWebhookTimeout time.Duration
+	// Simulator runs the GitOps tools for the loop rule; without one that
+	// rule reports that it could not simulate (when there is something to
+	// simulate).
+	Simulator Simulator
 }
 
 func (o Options) maxWebhookTimeout() time.Duration {

@@ -10,11 +10,12 @@ import (
 
 	"github.com/go-openapi/jsonpointer"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/manifest"
-	serving "github.com/truce-dev/truce/webhook"
+	"github.com/truce-dev/truce/schema"
 )
 
 // mutatorRules run the input's MutatingAdmissionPolicies offline, each on
@@ -45,7 +46,7 @@ type unit struct {
 type shared struct {
 	once   sync.Once
 	units  []*unit
-	probes []serving.Probe
+	probes []admission.Probe
 	err    error
 	done   func()
 }
@@ -60,7 +61,7 @@ func (s *shared) release() {
 // alone, with the rest of the input as its cluster, and returns the probes;
 // once per Run. The returned func releases the chains when the rule was
 // called outside Run.
-func mutatorSetup(ctx context.Context, in *Input) ([]*unit, []serving.Probe, func(), error) {
+func mutatorSetup(ctx context.Context, in *Input) ([]*unit, []admission.Probe, func(), error) {
 	if in.shared == nil {
 		return compileMutators(ctx, in)
 	}
@@ -69,48 +70,122 @@ func mutatorSetup(ctx context.Context, in *Input) ([]*unit, []serving.Probe, fun
 	return s.units, s.probes, func() {}, s.err
 }
 
-// compileMutators does mutatorSetup's work. A policy that does not compile
-// is skipped: the API server refuses it, which is not these rules' to say.
-func compileMutators(ctx context.Context, in *Input) ([]*unit, []serving.Probe, func(), error) {
-	var policies, bindings, others, samples []manifest.Object
+// admissionInput is the input sorted for the rules that run admission.
+type admissionInput struct {
+	// policies and bindings are the MutatingAdmissionPolicies and their
+	// bindings.
+	policies, bindings []manifest.Object
+	// others are the objects that are not admission configuration and
+	// have a name; samples those without one (generateName), which cannot
+	// be part of a cluster state.
+	others, samples []manifest.Object
+	// base is the cluster the files are applied to, without admission
+	// configuration: the others of a kind it serves (built in, or defined
+	// by a CRD of the input; the repository's Namespaces, CRDs, parameter
+	// objects and workloads, which the policies may read), and a Namespace,
+	// with its name label, for each namespace they name that none of them
+	// defines. An object whose CRD is elsewhere (an Argo CD Application)
+	// cannot be part of it.
+	base []*unstructured.Unstructured
+}
+
+// splitForAdmission sorts in for the rules that run admission.
+func splitForAdmission(in *Input) (admissionInput, error) {
+	var a admissionInput
 	namespaces := sets.New[string]()
 	for _, o := range in.Objects {
 		switch o.Object.GetKind() {
 		case "MutatingAdmissionPolicy":
-			policies = append(policies, o)
+			a.policies = append(a.policies, o)
 		case "MutatingAdmissionPolicyBinding":
-			bindings = append(bindings, o)
+			a.bindings = append(a.bindings, o)
 		case "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
 			"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
 		default:
 			if o.Object.GetName() == "" {
-				// generateName objects cannot be part of a cluster
-				// state; they still serve as samples below.
-				samples = append(samples, o)
+				a.samples = append(a.samples, o)
 				continue
 			}
 			if o.Object.GetKind() == "Namespace" {
 				namespaces.Insert(o.Object.GetName())
 			}
-			others = append(others, o)
+			a.others = append(a.others, o)
 		}
 	}
-	if len(policies) == 0 {
-		return nil, nil, func() {}, nil
+	served, err := servedKinds(a.others)
+	if err != nil {
+		return admissionInput{}, err
 	}
-	// The namespaces the workloads name exist in the cluster they are
-	// applied to; they carry at least their name label.
-	base := make([]*unstructured.Unstructured, 0, len(others))
-	for _, o := range others {
-		base = append(base, o.Object)
+	for _, o := range a.others {
+		if !served(o.Object.GroupVersionKind()) {
+			continue
+		}
+		a.base = append(a.base, o.Object)
 		if ns := o.Object.GetNamespace(); ns != "" && !namespaces.Has(ns) {
 			namespaces.Insert(ns)
 			n := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace"}}
 			n.SetName(ns)
 			n.SetLabels(map[string]string{"kubernetes.io/metadata.name": ns})
-			base = append(base, n)
+			a.base = append(a.base, n)
 		}
 	}
+	return a, nil
+}
+
+// servedKinds reports which kinds a cluster holding objs serves: the
+// built-in ones and those of the CRDs among objs.
+func servedKinds(objs []manifest.Object) (func(k8sschema.GroupVersionKind) bool, error) {
+	var crds []*unstructured.Unstructured
+	for _, o := range objs {
+		if isKind(o, "apiextensions.k8s.io", "CustomResourceDefinition") {
+			crds = append(crds, o.Object)
+		}
+	}
+	reg, err := schema.NewRegistry()
+	if err != nil {
+		return nil, fmt.Errorf("loading the built-in kinds: %w", err)
+	}
+	state, err := admission.NewState(crds...)
+	if err != nil {
+		return nil, err
+	}
+	defined, err := state.CRDs()
+	if err != nil {
+		return nil, err
+	}
+	for _, crd := range defined {
+		if err := reg.AddCRD(crd); err != nil {
+			return nil, fmt.Errorf("CustomResourceDefinition %s: %w", crd.Name, err)
+		}
+	}
+	return func(gvk k8sschema.GroupVersionKind) bool {
+		_, err := reg.ForKind(gvk)
+		return err == nil
+	}, nil
+}
+
+// bound returns the bindings of policy p.
+func (a admissionInput) bound(p manifest.Object) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, b := range a.bindings {
+		if name, _, _ := unstructured.NestedString(b.Object.Object, "spec", "policyName"); name == p.Object.GetName() {
+			out = append(out, b.Object)
+		}
+	}
+	return out
+}
+
+// compileMutators does mutatorSetup's work. A policy that does not compile
+// is skipped: the API server refuses it, which is not these rules' to say.
+func compileMutators(ctx context.Context, in *Input) ([]*unit, []admission.Probe, func(), error) {
+	a, err := splitForAdmission(in)
+	if err != nil {
+		return nil, nil, func() {}, err
+	}
+	if len(a.policies) == 0 {
+		return nil, nil, func() {}, nil
+	}
+	base := a.base
 	var units []*unit
 	closeAll := func() {
 		for _, u := range units {
@@ -118,21 +193,13 @@ func compileMutators(ctx context.Context, in *Input) ([]*unit, []serving.Probe, 
 		}
 	}
 	all := append([]*unstructured.Unstructured{}, base...)
-	for _, p := range policies {
-		objs := append([]*unstructured.Unstructured{}, base...)
-		objs = append(objs, p.Object)
-		bound := false
-		for _, b := range bindings {
-			if name, _, _ := unstructured.NestedString(b.Object.Object, "spec", "policyName"); name == p.Object.GetName() {
-				objs = append(objs, b.Object)
-				all = append(all, b.Object)
-				bound = true
-			}
-		}
-		if !bound {
+	for _, p := range a.policies {
+		bindings := a.bound(p)
+		if len(bindings) == 0 {
 			continue
 		}
-		all = append(all, p.Object)
+		objs := append(append(append([]*unstructured.Unstructured{}, base...), p.Object), bindings...)
+		all = append(append(all, bindings...), p.Object)
 		state, err := admission.NewState(objs...)
 		if err != nil {
 			continue
@@ -149,11 +216,11 @@ func compileMutators(ctx context.Context, in *Input) ([]*unit, []serving.Probe, 
 		closeAll()
 		return nil, nil, func() {}, fmt.Errorf("building the cluster of the mutating policies: %w", err)
 	}
-	return units, serving.Probes(state, append(others, samples...)), closeAll, nil
+	return units, admission.Probes(state, append(a.others, a.samples...)), closeAll, nil
 }
 
 // mutate runs u on body; nil when it does not change it.
-func (u *unit) mutate(ctx context.Context, p serving.Probe, body []byte) (*admission.ReviewResult, error) {
+func (u *unit) mutate(ctx context.Context, p admission.Probe, body []byte) (*admission.ReviewResult, error) {
 	res, err := u.chain.Mutate(ctx, p.Review(body))
 	if err != nil || !res.Allowed || res.Object == nil || len(res.Changes) == 0 {
 		return nil, err
@@ -249,7 +316,7 @@ func checkCompeting(ctx context.Context, in *Input) ([]Finding, error) {
 
 // after returns body once u has run on it (body itself when u changes
 // nothing), decoded.
-func after(ctx context.Context, u *unit, p serving.Probe, body []byte) map[string]any {
+func after(ctx context.Context, u *unit, p admission.Probe, body []byte) map[string]any {
 	if res, err := u.mutate(ctx, p, body); err == nil && res != nil {
 		body = res.Object
 	}

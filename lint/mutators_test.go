@@ -32,6 +32,18 @@ spec: {policyName: %s}
 `, name, reinvocation, expression, name, name)
 }
 
+// webDeployment is a workload for the policies to run on.
+const webDeployment = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: nginx:1.27}]}
+`
+
 // TestMutatorRulesOnlyReportOrderDependence: policies that touch the same
 // map or write the same value do not depend on their order.
 func TestMutatorRulesOnlyReportOrderDependence(t *testing.T) {
@@ -52,6 +64,9 @@ func TestMutatorRulesOnlyReportOrderDependence(t *testing.T) {
 		{"the same label, other values, competes", mapPolicy("a", "Never", label("tier", "x")) + mapPolicy("b", "Never", label("tier", "y")), "mutating-policies-compete", true},
 		{"the same label, the same value, reads nothing", mapPolicy("a", "Never", label("tier", "x")) + mapPolicy("b", "Never", label("tier", "x")), "mutating-policy-never-reinvoked-reads-others", false},
 		{"independent labels read nothing", mapPolicy("a", "Never", label("tier", "x")) + mapPolicy("b", "Never", label("team", "y")), "mutating-policy-never-reinvoked-reads-others", false},
+		{"an Argo CD Application (no CRD) does not hide a non-idempotent policy",
+			mapPolicy("a", "IfNeeded", `Object{spec: Object.spec{replicas: object.spec.replicas + 1}}`) + webDeployment + application,
+			"mutating-policy-not-idempotent", true},
 		{"a nameless sample is no error", mapPolicy("a", "Never", label("tier", "x")) +
 			"apiVersion: v1\nkind: ConfigMap\nmetadata: {generateName: run-, namespace: default}\n", "mutating-policies-compete", false},
 	} {
@@ -62,7 +77,7 @@ func TestMutatorRulesOnlyReportOrderDependence(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			findings, err := Run(context.Background(), &Input{Objects: objs}, Options{})
+			findings, err := Run(context.Background(), &Input{Objects: objs}, testOptions())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,26 +25,23 @@ type podMutator struct {
 	chain *admission.Chain
 }
 
-// newPodMutator compiles the bound MutatingAdmissionPolicies of in with its
-// namespaces; nil when there are none, or when they do not compile (the API
-// server refuses those, which is not this rule's to say).
+// newPodMutator compiles the bound MutatingAdmissionPolicies of in, with
+// the cluster the files are applied to (the repository's Namespaces, CRDs
+// and parameter objects: what the policies select on and read); nil when
+// there are none, or when they do not compile (the API server refuses
+// those, which is not this rule's to say).
 func newPodMutator(ctx context.Context, in *Input) *podMutator {
-	var objs []*unstructured.Unstructured
-	bound, policies := map[string]bool{}, 0
-	for _, o := range in.Objects {
-		switch o.Object.GetKind() {
-		case "MutatingAdmissionPolicy":
-			policies++
-			objs = append(objs, o.Object)
-		case "MutatingAdmissionPolicyBinding":
-			name, _, _ := unstructured.NestedString(o.Object.Object, "spec", "policyName")
-			bound[name] = true
-			objs = append(objs, o.Object)
-		case "Namespace":
-			objs = append(objs, o.Object)
+	a, err := splitForAdmission(in)
+	if err != nil {
+		return nil
+	}
+	objs := slices.Clone(a.base)
+	for _, p := range a.policies {
+		if bindings := a.bound(p); len(bindings) > 0 {
+			objs = append(append(objs, p.Object), bindings...)
 		}
 	}
-	if policies == 0 || len(bound) == 0 {
+	if len(objs) == len(a.base) {
 		return nil
 	}
 	state, err := admission.NewState(objs...)

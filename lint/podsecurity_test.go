@@ -10,6 +10,18 @@ import (
 	"github.com/truce-dev/truce/manifest"
 )
 
+// application is an Argo CD Application, a kind whose CRD an input
+// usually does not hold.
+const application = `
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: shop, namespace: argocd}
+spec:
+  project: default
+  destination: {server: https://kubernetes.default.svc, namespace: payments}
+`
+
 // TestPodSecurityAfterMutatingAdmission: PodSecurity judges the Pod that
 // mutating admission leaves, as the API server runs it; a policy that
 // fixes the template removes the finding, one that fixes part of it is
@@ -35,6 +47,8 @@ func TestPodSecurityAfterMutatingAdmission(t *testing.T) {
 	}{
 		{name: "no policy", want: []string{`would be rejected: `, "allowPrivilegeEscalation", "seccompProfile"}},
 		{name: "a policy fixes it", policy: policy("mutated/fixes-all.yaml", "true")},
+		{name: "with its parameter, a custom resource of the input's CRD", policy: policy("mutated/fixes-all-params.yaml", "true")},
+		{name: "with an Argo CD Application in the input (no CRD)", policy: policy("mutated/fixes-all.yaml", "true") + application},
 		{name: "for the controller's service account", policy: policy("mutated/fixes-all.yaml", `request.userInfo.username == "system:serviceaccount:kube-system:replicaset-controller"`)},
 		{name: "a policy fixes part of it", policy: policy("mutated/fixes-part.yaml", "true"),
 			want: []string{"would be rejected (after MutatingAdmissionPolicy/restrict-pods.example.com", "allowPrivilegeEscalation"}},

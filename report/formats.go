@@ -2,8 +2,6 @@ package report
 
 import (
 	"fmt"
-	"net/url"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -140,20 +138,6 @@ func splitSource(src string) (path string, line int) {
 		return src, 0
 	}
 	return src[:i], n
-}
-
-// sourceURI turns a manifest path into a URI reference: relative paths
-// stay relative (to the repository), absolute ones become file URIs.
-func sourceURI(path string) string {
-	p := filepath.ToSlash(path)
-	if filepath.IsAbs(path) || strings.HasPrefix(p, "/") {
-		if !strings.HasPrefix(p, "/") {
-			p = "/" + p // C:/x
-		}
-		return (&url.URL{Scheme: "file", Path: p}).String()
-	}
-	p = strings.TrimPrefix(p, "./")
-	return (&url.URL{Path: p}).String()
 }
 
 // clockDuration prints a duration the way the timeline reads: "0s", "8s",

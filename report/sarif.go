@@ -2,15 +2,15 @@ package report
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/truce-dev/truce/report/sarif"
+	"github.com/truce-dev/truce/simulate"
 )
 
 // SARIF 2.1.0, as code scanning (GitHub, GitLab, Azure DevOps, IDE viewers)
@@ -18,26 +18,17 @@ import (
 // several runs of one tool in an upload, so the GitOps tool and unit of each
 // result are in its message and properties instead.
 
-const (
-	sarifSchema  = "https://json.schemastore.org/sarif-2.1.0.json"
-	sarifVersion = "2.1.0"
-	// sarifFingerprint identifies a result across commits even when the
-	// manifest moves within its file.
-	sarifFingerprint = "truceObject/v1"
-)
+// sarifFingerprint identifies a result across commits even when the
+// manifest moves within its file.
+const sarifFingerprint = "truceObject/v1"
 
-type sarifLog struct {
-	Schema  string     `json:"$schema"`
-	Version string     `json:"version"`
-	Runs    []sarifRun `json:"runs"`
+// keyedResult is a result with what the results are sorted by.
+type keyedResult struct {
+	sarif.Result
+	key sarifResultSortKey
 }
 
-type sarifRun struct {
-	Tool       sarifTool           `json:"tool"`
-	Results    []sarifResult       `json:"results"`
-	Properties *sarifRunProperties `json:"properties,omitempty"`
-}
-
+// sarifRunProperties is the run's property bag: what was checked.
 type sarifRunProperties struct {
 	Repository string           `json:"repository,omitempty"`
 	Runs       []sarifRunSketch `json:"simulations,omitempty"`
@@ -53,59 +44,14 @@ type sarifRunSketch struct {
 	Objects          int     `json:"objects"`
 }
 
-type sarifTool struct {
-	Driver sarifDriver `json:"driver"`
-}
-
-type sarifDriver struct {
-	Name           string      `json:"name"`
-	Version        string      `json:"version,omitempty"`
-	InformationURI string      `json:"informationUri"`
-	Rules          []sarifRule `json:"rules"`
-}
-
-type sarifRule struct {
-	ID                   string            `json:"id"`
-	Name                 string            `json:"name"`
-	ShortDescription     sarifMessage      `json:"shortDescription"`
-	FullDescription      sarifMessage      `json:"fullDescription"`
-	HelpURI              string            `json:"helpUri"`
-	Help                 sarifMessage      `json:"help"`
-	DefaultConfiguration sarifRuleConfig   `json:"defaultConfiguration"`
-	Properties           sarifRuleProperty `json:"properties"`
-}
-
-type sarifRuleConfig struct {
-	Level string `json:"level"`
-}
-
-type sarifRuleProperty struct {
-	Tags []string `json:"tags"`
-}
-
-type sarifMessage struct {
-	Text     string `json:"text"`
-	Markdown string `json:"markdown,omitempty"`
-}
-
-type sarifResult struct {
-	RuleID              string            `json:"ruleId"`
-	RuleIndex           int               `json:"ruleIndex"`
-	Level               string            `json:"level"`
-	Message             sarifMessage      `json:"message"`
-	Locations           []sarifLocation   `json:"locations"`
-	PartialFingerprints map[string]string `json:"partialFingerprints"`
-	Fixes               []sarifFix        `json:"fixes,omitempty"`
-	Properties          *sarifResultProps `json:"properties,omitempty"`
-	sortKey             sarifResultSortKey
-}
-
+// sarifResultSortKey is what results are sorted by.
 type sarifResultSortKey struct {
 	uri                      string
 	line                     int
 	tool, unit, object, rule string
 }
 
+// sarifResultProps is a result's property bag.
 type sarifResultProps struct {
 	Tool    string     `json:"tool,omitempty"`
 	Unit    string     `json:"unit,omitempty"`
@@ -116,6 +62,7 @@ type sarifResultProps struct {
 	Fields  []string   `json:"fields,omitempty"`
 }
 
+// sarifLoop is a loop in a result's properties.
 type sarifLoop struct {
 	Fields        []string `json:"fields"`
 	Tool          string   `json:"tool"`
@@ -125,70 +72,12 @@ type sarifLoop struct {
 	WritesPerHour float64  `json:"writesPerHour"`
 }
 
-type sarifLocation struct {
-	PhysicalLocation *sarifPhysicalLocation `json:"physicalLocation,omitempty"`
-	LogicalLocations []sarifLogicalLocation `json:"logicalLocations,omitempty"`
-}
-
-type sarifPhysicalLocation struct {
-	ArtifactLocation sarifArtifactLocation `json:"artifactLocation"`
-	Region           *sarifRegion          `json:"region,omitempty"`
-}
-
-type sarifArtifactLocation struct {
-	URI string `json:"uri"`
-}
-
-// sarifRegion is a line region (StartLine > 0) or a character region
-// (CharOffset set).
-type sarifRegion struct {
-	StartLine   int  `json:"startLine,omitempty"`
-	StartColumn int  `json:"startColumn,omitempty"`
-	EndLine     int  `json:"endLine,omitempty"`
-	EndColumn   int  `json:"endColumn,omitempty"`
-	CharOffset  *int `json:"charOffset,omitempty"`
-	CharLength  *int `json:"charLength,omitempty"`
-}
-
-type sarifLogicalLocation struct {
-	Name               string `json:"name"`
-	FullyQualifiedName string `json:"fullyQualifiedName"`
-	Kind               string `json:"kind"`
-}
-
-type sarifFix struct {
-	Description     sarifMessage          `json:"description"`
-	ArtifactChanges []sarifArtifactChange `json:"artifactChanges"`
-}
-
-type sarifArtifactChange struct {
-	ArtifactLocation sarifArtifactLocation `json:"artifactLocation"`
-	Replacements     []sarifReplacement    `json:"replacements"`
-}
-
-type sarifReplacement struct {
-	DeletedRegion   sarifRegion              `json:"deletedRegion"`
-	InsertedContent *sarifArtifactContentTxt `json:"insertedContent,omitempty"`
-}
-
-type sarifArtifactContentTxt struct {
-	Text string `json:"text"`
-}
-
 // WriteSARIF writes the report as a SARIF 2.1.0 log: one result per
 // problem (every verdict but Synced) and per Finding, with the verified fix
 // as a SARIF fix when its edits are unified diffs.
 func WriteSARIF(w io.Writer, r *Report, toolVersion string) error {
 	rules, index := sarifRules(r)
-	run := sarifRun{
-		Tool: sarifTool{Driver: sarifDriver{
-			Name:           "truce",
-			Version:        toolVersion,
-			InformationURI: "https://github.com/truce-dev/truce",
-			Rules:          rules,
-		}},
-		Results: []sarifResult{},
-	}
+	var results []keyedResult
 	props := &sarifRunProperties{Repository: r.Repository}
 	for i := range r.Runs {
 		ru := &r.Runs[i]
@@ -202,17 +91,14 @@ func WriteSARIF(w io.Writer, r *Report, toolVersion string) error {
 			if !o.Problem() {
 				continue
 			}
-			run.Results = append(run.Results, sarifObjectResult(ru, o, index))
+			results = append(results, sarifObjectResult(ru, o, index))
 		}
 	}
 	for _, f := range r.Findings {
-		run.Results = append(run.Results, sarifFindingResult(f, index))
+		results = append(results, sarifFindingResult(f, index))
 	}
-	if props.Repository != "" || len(props.Runs) > 0 {
-		run.Properties = props
-	}
-	slices.SortStableFunc(run.Results, func(a, b sarifResult) int {
-		ka, kb := a.sortKey, b.sortKey
+	slices.SortStableFunc(results, func(a, b keyedResult) int {
+		ka, kb := a.key, b.key
 		// Results with a file first, by file and line.
 		if c := cmp.Compare(boolRank(ka.uri == ""), boolRank(kb.uri == "")); c != 0 {
 			return c
@@ -227,11 +113,22 @@ func WriteSARIF(w io.Writer, r *Report, toolVersion string) error {
 			cmp.Compare(a.Message.Text, b.Message.Text),
 		)
 	})
-	log := sarifLog{Schema: sarifSchema, Version: sarifVersion, Runs: []sarifRun{run}}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(log)
+	run := sarif.Run{
+		Tool: sarif.Tool{Driver: sarif.Driver{
+			Name:           "truce",
+			Version:        toolVersion,
+			InformationURI: "https://github.com/truce-dev/truce",
+			Rules:          rules,
+		}},
+		Results: make([]sarif.Result, len(results)),
+	}
+	for i, res := range results {
+		run.Results[i] = res.Result
+	}
+	if props.Repository != "" || len(props.Runs) > 0 {
+		run.Properties = props
+	}
+	return sarif.Write(w, run)
 }
 
 func boolRank(b bool) int {
@@ -244,7 +141,7 @@ func boolRank(b bool) int {
 // sarifRules lists the rules: every known problem verdict and the settings
 // rule always, in a fixed order (so rule indexes are stable), then rules
 // for verdicts this version does not know, by id.
-func sarifRules(r *Report) ([]sarifRule, map[string]int) {
+func sarifRules(r *Report) ([]sarif.Rule, map[string]int) {
 	var metas []verdictMeta
 	for _, m := range verdictMetas {
 		if m.Problem {
@@ -267,28 +164,28 @@ func sarifRules(r *Report) ([]sarifRule, map[string]int) {
 	}
 	slices.SortFunc(metas[known:], func(a, b verdictMeta) int { return cmp.Compare(a.Rule, b.Rule) })
 
-	rules := make([]sarifRule, len(metas))
+	rules := make([]sarif.Rule, len(metas))
 	index := map[string]int{}
 	for i, m := range metas {
 		index[m.Rule] = i
-		rules[i] = sarifRule{
+		rules[i] = sarif.Rule{
 			ID:               m.Rule,
 			Name:             m.Name,
-			ShortDescription: sarifMessage{Text: m.Short},
-			FullDescription:  sarifMessage{Text: m.Full},
+			ShortDescription: sarif.Message{Text: m.Short},
+			FullDescription:  &sarif.Message{Text: m.Full},
 			HelpURI:          m.helpURI(),
-			Help: sarifMessage{
+			Help: sarif.Message{
 				Text:     m.Full + " See " + m.helpURI(),
 				Markdown: m.Full + "\n\nSee [docs/check.md](" + m.helpURI() + ").",
 			},
-			DefaultConfiguration: sarifRuleConfig{Level: m.Level},
-			Properties:           sarifRuleProperty{Tags: []string{"gitops", "kubernetes", "truce"}},
+			DefaultConfiguration: sarif.RuleConfig{Level: m.Level},
+			Properties:           &sarif.RuleProperties{Tags: []string{"gitops", "kubernetes", "truce"}},
 		}
 	}
 	return rules, index
 }
 
-func sarifObjectResult(run *Run, o *Object, index map[string]int) sarifResult {
+func sarifObjectResult(run *Run, o *Object, index map[string]int) keyedResult {
 	m := metaOf(o.Verdict)
 	text := fmt.Sprintf("%s under %s: %s", o.Object, runTitle(run), sentence(o.Reason))
 	md := fmt.Sprintf("**%s** `%s` under %s: %s", o.Verdict, o.Object, runTitle(run), sentence(o.Reason))
@@ -302,55 +199,53 @@ func sarifObjectResult(run *Run, o *Object, index map[string]int) sarifResult {
 			clockDuration(o.Loop.Period), strconv.FormatFloat(o.Loop.WritesPerHour, 'f', -1, 64))
 	}
 
-	res := sarifResult{
-		RuleID:    m.Rule,
-		RuleIndex: index[m.Rule],
-		Level:     m.Level,
-		Message:   sarifMessage{Text: text, Markdown: md},
-		PartialFingerprints: map[string]string{
-			sarifFingerprint: fingerprint(run.Tool, run.Unit, o.Object, m.Rule),
-		},
-		Properties: &sarifResultProps{
-			Tool: run.Tool, Unit: run.Unit, Object: o.Object, Verdict: string(o.Verdict), Writes: o.Writes,
-		},
+	props := &sarifResultProps{
+		Tool: run.Tool, Unit: run.Unit, Object: o.Object, Verdict: string(o.Verdict), Writes: o.Writes,
 	}
 	for _, f := range o.Fields {
-		res.Properties.Fields = append(res.Properties.Fields, f.Pointer)
+		props.Fields = append(props.Fields, f.Pointer)
 	}
 	if l := o.Loop; l != nil {
-		res.Properties.Loop = &sarifLoop{
+		props.Loop = &sarifLoop{
 			Fields: l.Fields, Tool: l.Tool, Other: l.Other, OtherKind: l.OtherKind,
 			PeriodSeconds: l.Period.Seconds(), WritesPerHour: l.WritesPerHour,
 		}
 	}
 	loc, key := sarifLocationOf(o.Source, o.Object)
-	res.Locations = []sarifLocation{loc}
-	res.sortKey = key
-	res.sortKey.tool, res.sortKey.unit, res.sortKey.object, res.sortKey.rule = run.Tool, run.Unit, o.Object, m.Rule
+	key.tool, key.unit, key.object, key.rule = run.Tool, run.Unit, o.Object, m.Rule
+	res := keyedResult{key: key, Result: sarif.Result{
+		RuleID:    m.Rule,
+		RuleIndex: index[m.Rule],
+		Level:     m.Level,
+		Message:   sarif.Message{Text: text, Markdown: md},
+		Locations: []sarif.Location{loc},
+		PartialFingerprints: map[string]string{
+			sarifFingerprint: sarif.Fingerprint(run.Tool, run.Unit, o.Object, m.Rule),
+		},
+		Properties: props,
+	}}
 	if o.Fix != nil {
 		if fix, ok := sarifFixOf(o.Fix); ok {
-			res.Fixes = []sarifFix{fix}
+			res.Fixes = []sarif.Fix{fix}
 		}
 	}
 	return res
 }
 
-func sarifFindingResult(f Finding, index map[string]int) sarifResult {
-	res := sarifResult{
+func sarifFindingResult(f Finding, index map[string]int) keyedResult {
+	loc, key := sarifLocationOf(f.Source, "")
+	if loc.PhysicalLocation == nil && loc.LogicalLocations == nil {
+		loc = sarif.ObjectLocation("settings")
+	}
+	key.rule = settingMeta.Rule
+	return keyedResult{key: key, Result: sarif.Result{
 		RuleID:              settingMeta.Rule,
 		RuleIndex:           index[settingMeta.Rule],
 		Level:               settingMeta.Level,
-		Message:             sarifMessage{Text: sentence(f.Message)},
-		PartialFingerprints: map[string]string{sarifFingerprint: fingerprint("setting", f.Source, f.Message)},
-	}
-	loc, key := sarifLocationOf(f.Source, "")
-	if loc.PhysicalLocation == nil && loc.LogicalLocations == nil {
-		loc.LogicalLocations = []sarifLogicalLocation{{Name: "settings", FullyQualifiedName: "settings", Kind: "resource"}}
-	}
-	res.Locations = []sarifLocation{loc}
-	res.sortKey = key
-	res.sortKey.rule = settingMeta.Rule
-	return res
+		Message:             sarif.Message{Text: sentence(f.Message)},
+		Locations:           []sarif.Location{loc},
+		PartialFingerprints: map[string]string{sarifFingerprint: sarif.Fingerprint("setting", f.Source, f.Message)},
+	}}
 }
 
 // runTitle names a run for a sentence: "Argo CD (shop)".
@@ -369,41 +264,26 @@ func codeList(items []string) string {
 	return strings.Join(q, ", ")
 }
 
-func fingerprint(parts ...string) string {
-	h := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
-	return hex.EncodeToString(h[:16])
-}
-
 // sarifLocationOf locates a manifest: its file and line, or, for an object
-// not in Git, its name as a logical location.
-func sarifLocationOf(source, object string) (sarifLocation, sarifResultSortKey) {
+// not in Git, its name as a logical location (nothing when there is no
+// object either).
+func sarifLocationOf(source, object string) (sarif.Location, sarifResultSortKey) {
 	if source == "" {
 		if object == "" {
-			return sarifLocation{}, sarifResultSortKey{}
+			return sarif.Location{}, sarifResultSortKey{}
 		}
-		name := object
-		if i := strings.LastIndexAny(object, " /"); i >= 0 {
-			name = object[i+1:]
-		}
-		return sarifLocation{LogicalLocations: []sarifLogicalLocation{{
-			Name: name, FullyQualifiedName: object, Kind: "resource",
-		}}}, sarifResultSortKey{}
+		return sarif.ObjectLocation(object), sarifResultSortKey{}
 	}
 	path, line := splitSource(source)
-	uri := sourceURI(path)
-	pl := &sarifPhysicalLocation{ArtifactLocation: sarifArtifactLocation{URI: uri}}
-	if line > 0 {
-		pl.Region = &sarifRegion{StartLine: line}
-	}
-	return sarifLocation{PhysicalLocation: pl}, sarifResultSortKey{uri: uri, line: line}
+	return sarif.FileLocation(path, line), sarifResultSortKey{uri: sarif.ArtifactURI(path), line: line}
 }
 
 // sarifFixOf turns a fix into a SARIF fix. ok is false when an edit is not
 // a unified diff truce can turn into replacements; the fix is then only
 // named in the result's message.
-func sarifFixOf(f *Fix) (sarifFix, bool) {
+func sarifFixOf(f *Fix) (sarif.Fix, bool) {
 	if len(f.Edits) == 0 {
-		return sarifFix{}, false
+		return sarif.Fix{}, false
 	}
 	var text, md strings.Builder
 	text.WriteString(sentence(f.Title))
@@ -413,7 +293,7 @@ func sarifFixOf(f *Fix) (sarifFix, bool) {
 		md.WriteString(" " + sentence(f.Description))
 	}
 	if f.Verified {
-		v := string(cmp.Or(f.Verdict, "Synced"))
+		v := string(cmp.Or(f.Verdict, simulate.Synced))
 		text.WriteString(" Verified: the simulation with this fix gives " + v + ".")
 		md.WriteString(" Verified: the simulation with this fix gives " + v + ".")
 	}
@@ -421,14 +301,14 @@ func sarifFixOf(f *Fix) (sarifFix, bool) {
 		text.WriteString(" Warning: " + sentence(f.Warning))
 		md.WriteString("\n\n> **Warning:** " + sentence(f.Warning))
 	}
-	fix := sarifFix{}
+	fix := sarif.Fix{}
 	for _, e := range f.Edits {
 		reps, err := replacementsOf(e)
 		if err != nil {
-			return sarifFix{}, false
+			return sarif.Fix{}, false
 		}
-		fix.ArtifactChanges = append(fix.ArtifactChanges, sarifArtifactChange{
-			ArtifactLocation: sarifArtifactLocation{URI: sourceURI(e.Path)},
+		fix.ArtifactChanges = append(fix.ArtifactChanges, sarif.ArtifactChange{
+			ArtifactLocation: sarif.ArtifactLocation{URI: sarif.ArtifactURI(e.Path)},
 			Replacements:     reps,
 		})
 		diff := strings.TrimRight(e.Diff, "\n")
@@ -439,7 +319,7 @@ func sarifFixOf(f *Fix) (sarifFix, bool) {
 		}
 		md.WriteString(":\n\n```diff\n" + diff + "\n```")
 	}
-	fix.Description = sarifMessage{Text: text.String(), Markdown: md.String()}
+	fix.Description = sarif.Message{Text: text.String(), Markdown: md.String()}
 	return fix, true
 }
 
@@ -449,10 +329,10 @@ var hunkHeader = regexp.MustCompile(`^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@
 // removed and added lines becomes the deletion of those whole lines
 // (start of the first to start of the line after the last) and the
 // insertion of the new ones. A new file is one insertion at offset 0.
-func replacementsOf(e Edit) ([]sarifReplacement, error) {
+func replacementsOf(e Edit) ([]sarif.Replacement, error) {
 	lines := strings.Split(strings.TrimSuffix(e.Diff, "\n"), "\n")
 	var (
-		reps        []sarifReplacement
+		reps        []sarif.Replacement
 		inHunk      bool
 		oldLine     int
 		oldLeft     int // lines of the hunk's old side still to read
@@ -468,11 +348,11 @@ func replacementsOf(e Edit) ([]sarifReplacement, error) {
 		if !pending {
 			return
 		}
-		rep := sarifReplacement{DeletedRegion: sarifRegion{
+		rep := sarif.Replacement{DeletedRegion: sarif.Region{
 			StartLine: start, StartColumn: 1, EndLine: start + dels, EndColumn: 1,
 		}}
 		if len(ins) > 0 {
-			rep.InsertedContent = &sarifArtifactContentTxt{Text: strings.Join(ins, "\n") + "\n"}
+			rep.InsertedContent = &sarif.ArtifactContent{Text: strings.Join(ins, "\n") + "\n"}
 		}
 		reps = append(reps, rep)
 		pending, dels, ins = false, 0, nil
@@ -557,9 +437,9 @@ func replacementsOf(e Edit) ([]sarifReplacement, error) {
 	}
 	if newFile {
 		zero := 0
-		return []sarifReplacement{{
-			DeletedRegion:   sarifRegion{CharOffset: &zero, CharLength: &zero},
-			InsertedContent: &sarifArtifactContentTxt{Text: created.String()},
+		return []sarif.Replacement{{
+			DeletedRegion:   sarif.Region{CharOffset: &zero, CharLength: &zero},
+			InsertedContent: &sarif.ArtifactContent{Text: created.String()},
 		}}, nil
 	}
 	if len(reps) == 0 {

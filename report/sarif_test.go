@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/truce-dev/truce/report/sarif"
 )
 
 // compareFormatGolden compares got with testdata/name; with
@@ -125,7 +127,7 @@ type sarifDoc struct {
 					ArtifactLocation *struct {
 						URI string `json:"uri"`
 					} `json:"artifactLocation"`
-					Replacements []sarifReplacement `json:"replacements"`
+					Replacements []sarif.Replacement `json:"replacements"`
 				} `json:"artifactChanges"`
 			} `json:"fixes"`
 			Properties struct {
@@ -287,7 +289,7 @@ func mustSARIF(t *testing.T, r *Report) []byte {
 
 // applySARIFReplacements applies line-region replacements as a SARIF
 // consumer would: regions refer to the original text.
-func applySARIFReplacements(t *testing.T, text string, reps []sarifReplacement) string {
+func applySARIFReplacements(t *testing.T, text string, reps []sarif.Replacement) string {
 	t.Helper()
 	// Offsets of the start of each line (1-based); line n+1 starts at the end.
 	starts := []int{0, 0}
@@ -491,11 +493,5 @@ func TestSplitSource(t *testing.T) {
 		if p != tc.path || l != tc.line {
 			t.Errorf("splitSource(%q) = %q, %d", tc.in, p, l)
 		}
-	}
-	if got := sourceURI("dir with space/a.yaml"); got != "dir%20with%20space/a.yaml" {
-		t.Errorf("sourceURI: %s", got)
-	}
-	if got := sourceURI("/abs/a.yaml"); got != "file:///abs/a.yaml" {
-		t.Errorf("sourceURI: %s", got)
 	}
 }

@@ -259,7 +259,8 @@ func outOfSync(o *drift.Object) bool {
 }
 
 // Reconcile implements Tool: a sync operation. Out-of-sync objects are
-// applied in Argo CD's kind order (namespaces and CRDs first), then, with
+// applied in Argo CD's sync order (argocd.SyncOrder: waves, then kinds,
+// namespaces and CRDs first), then, with
 // automated prune, owned objects missing from Git are deleted.
 func (a *ArgoCD) Reconcile(ctx context.Context, c cluster.Cluster, trigger string) (*Round, error) {
 	a.pending = false
@@ -269,7 +270,12 @@ func (a *ArgoCD) Reconcile(ctx context.Context, c cluster.Cluster, trigger strin
 	if err != nil {
 		return nil, err
 	}
-	for _, d := range syncOrder(a.Desired) {
+	objs := make([]*unstructured.Unstructured, len(a.Desired))
+	for i, d := range a.Desired {
+		objs[i] = d.Object
+	}
+	for _, at := range argocd.SyncOrder(objs) {
+		d := a.Desired[at]
 		ref := cluster.RefOf(d.Object)
 		if !outOfSync(status[ref]) {
 			continue
@@ -414,22 +420,6 @@ func (a *ArgoCD) Next(ctx context.Context, c cluster.Cluster, now time.Duration,
 	a.attempts++
 	a.pending = true
 	return now + delay, fmt.Sprintf("self-heal (attempt %d)", a.attempts), true, nil
-}
-
-// syncOrder puts namespaces and CRDs first, as Argo CD's kind order does.
-func syncOrder(ds []Desired) []Desired {
-	out := append([]Desired(nil), ds...)
-	rank := func(d Desired) int {
-		switch d.Object.GetKind() {
-		case "Namespace":
-			return 0
-		case "CustomResourceDefinition":
-			return 1
-		}
-		return 2
-	}
-	sort.SliceStable(out, func(i, j int) bool { return rank(out[i]) < rank(out[j]) })
-	return out
 }
 
 func isAPIError(err error) bool {

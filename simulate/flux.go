@@ -116,8 +116,9 @@ func (f *Flux) ignoreRules() []jsondiff.IgnoreRule {
 	return out
 }
 
-// Reconcile implements Tool. Namespaces and CRDs go first, as
-// ApplyAllStaged does; a dry run that fails stops the reconciliation
+// Reconcile implements Tool. The objects are applied in
+// ApplyAllStaged's stages (drift.FluxStages: Namespaces and CRDs first);
+// a dry run that fails stops the reconciliation
 // before anything of its stage is applied, as in kustomize-controller.
 func (f *Flux) Reconcile(ctx context.Context, c cluster.Cluster, trigger string) (*Round, error) {
 	round := &Round{Trigger: trigger}
@@ -125,23 +126,16 @@ func (f *Flux) Reconcile(ctx context.Context, c cluster.Cluster, trigger string)
 	if err != nil {
 		return nil, err
 	}
-	var first, rest []*unstructured.Unstructured
-	for _, o := range objs {
-		if k := o.GetKind(); k == "Namespace" || k == "CustomResourceDefinition" {
-			first = append(first, o)
-		} else {
-			rest = append(rest, o)
-		}
-	}
 	rm := f.manager(c)
 	opts := ssa.DefaultApplyOptions()
 	opts.Force = f.Force
 	opts.DriftIgnoreRules = f.ignoreRules()
 	f.rejected = nil
 	f.unchanged = map[cluster.Ref]string{}
-	for _, stage := range [][]*unstructured.Unstructured{first, rest} {
-		if len(stage) == 0 {
-			continue
+	for _, positions := range drift.FluxStages(objs) {
+		stage := make([]*unstructured.Unstructured, len(positions))
+		for i, at := range positions {
+			stage[i] = objs[at]
 		}
 		cs, err := rm.ApplyAll(ctx, stage, opts)
 		if err != nil {

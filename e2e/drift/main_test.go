@@ -8,8 +8,12 @@
 // decision comes out the same on both: Flux's (drift.Flux, TestFlux, also
 // checked against Flux's own code run on the server) and Argo CD's
 // (drift.ArgoLegacy and drift.ArgoServerSide with and without
-// IncludeMutationWebhook, TestArgo). TestDelete compares deletes, and
-// BenchmarkDriftLive measures the strategies against the real server.
+// IncludeMutationWebhook, TestArgo). TestPredictedSync checks the
+// predicted strategy on repositories that bring their own Namespace, CRD or
+// policies against the server the repository was applied to in its tool's
+// order; TestLintPodSecurityWithParameters checks lint's pod-security rule
+// with a policy that reads a custom resource. TestDelete compares deletes,
+// and BenchmarkDriftLive measures the strategies against the real server.
 package drift
 
 import (

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
 	"time"
 
@@ -237,23 +236,18 @@ func addLintFindings(ctx context.Context, r *treport.Report, objs []manifest.Obj
 	return nil
 }
 
-// lintPointerRE finds the jsonPointers entry a lint finding is about.
-var lintPointerRE = regexp.MustCompile(`jsonPointers\[\d+\] ("(?:[^"\\]|\\.)*")`)
-
 // reportedByCheck reports whether the check's own ignore-rule findings
 // (an Argo CD jsonPointers entry that has no effect on the repository's
 // objects, or that names a list item by position) already name the entry
-// f is about, so that it is not shown twice.
+// f is about (f.Pointer), so that it is not shown twice.
 func reportedByCheck(existing []treport.Finding, source string, f lint.Finding) bool {
-	if f.Rule != lint.RuleArgoPointerUnescapedSlash && f.Rule != lint.RuleArgoPointerListIndex {
+	if f.Pointer == "" {
 		return false
 	}
-	m := lintPointerRE.FindStringSubmatch(f.Message)
-	if m == nil {
-		return false
-	}
+	// drift/ignore names the entry so in its messages.
+	entry := fmt.Sprintf("jsonPointers entry %q", f.Pointer)
 	for _, e := range existing {
-		if e.Source == source && strings.Contains(e.Message, "jsonPointers entry "+m[1]) {
+		if e.Source == source && strings.Contains(e.Message, entry) {
 			return true
 		}
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/truce-dev/truce/cluster/live"
 	"github.com/truce-dev/truce/cluster/memory"
 	"github.com/truce-dev/truce/drift"
+	"github.com/truce-dev/truce/gitops"
 )
 
 type diffOptions struct {
@@ -124,14 +126,16 @@ func runDiff(ctx context.Context, cmd *cobra.Command, o *diffOptions, args []str
 	if err != nil {
 		return err
 	}
-	report := &diffReport{Strategy: strategy.Name(), Objects: []*drift.Object{}, Findings: repo.findings}
-	for _, m := range repo.manifests {
-		obj, err := strategy.Diff(ctx, m.Object)
-		if err != nil {
-			return fmt.Errorf("%s: %w", m.Source, err)
-		}
-		obj.Source = m.Source.String()
-		report.Objects = append(report.Objects, obj)
+	objs, err := drift.DiffAll(ctx, strategy, repo.objects())
+	if oe := (*drift.ObjectError)(nil); errors.As(err, &oe) {
+		return fmt.Errorf("%s: %w", repo.manifests[oe.Index].Source, oe.Err)
+	}
+	if err != nil {
+		return err
+	}
+	report := &diffReport{Strategy: strategy.Name(), Objects: objs, Findings: repo.findings}
+	for i, m := range repo.manifests {
+		objs[i].Source = m.Source.String()
 	}
 	if err := report.print(cmd.OutOrStdout(), o.output, color); err != nil {
 		return err
@@ -140,6 +144,16 @@ func runDiff(ctx context.Context, cmd *cobra.Command, o *diffOptions, args []str
 		return exitError{exitFound}
 	}
 	return nil
+}
+
+// predictedOrder is the order the repository's GitOps tool applies a sync
+// in, for the predicted strategy: Flux's stages with a Kustomization, Argo
+// CD's sync order otherwise.
+func predictedOrder(s *gitops.Settings) drift.Order {
+	if len(s.Kustomizations) > 0 {
+		return drift.FluxStages
+	}
+	return drift.ArgoSyncOrder
 }
 
 func useColor(mode string, out io.Writer) (bool, error) {

@@ -89,3 +89,41 @@ func TestDiffNoDriftExitsZero(t *testing.T) {
 		t.Errorf("summary missing: %s", out)
 	}
 }
+
+// TestDiffPredictedNewNamespace: the predicted strategy admits the
+// repository's Namespace before the Deployment in it, in the order of the
+// repository's GitOps tool, whatever the order of the files.
+func TestDiffPredictedNewNamespace(t *testing.T) {
+	dir := "testdata/diff/new-namespace/"
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"no GitOps settings", []string{dir + "app"}},
+		{"namespace file first", []string{dir + "app/namespace.yaml", dir + "app/deployment.yaml"}},
+		{"Argo CD", []string{dir + "app", dir + "argocd"}},
+		{"Flux", []string{dir + "app", dir + "flux"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"diff"}, tc.args...)
+			out, errOut, code := runTruce(t, append(args, "--strategy", "predicted", "-o", "json")...)
+			if code != exitOK {
+				t.Fatalf("exit %d, want 0; stdout %s stderr %s", code, out, errOut)
+			}
+			var report struct {
+				Objects []struct{ Kind, Status string }
+			}
+			if err := json.Unmarshal([]byte(out), &report); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			if len(report.Objects) != 2 {
+				t.Fatalf("%d objects, want the Deployment and the Namespace: %s", len(report.Objects), out)
+			}
+			for _, o := range report.Objects {
+				if o.Status != "InSync" {
+					t.Errorf("%s: %s, want InSync", o.Kind, o.Status)
+				}
+			}
+		})
+	}
+}

@@ -15,6 +15,7 @@ import (
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/truce-dev/truce/admission"
+	"github.com/truce-dev/truce/check"
 	"github.com/truce-dev/truce/cluster"
 	"github.com/truce-dev/truce/cluster/live"
 	"github.com/truce-dev/truce/lint"
@@ -121,7 +122,7 @@ func runLint(ctx context.Context, cmd *cobra.Command, o *lintOptions, paths []st
 		objs = lint.WithLive(objs, liveObjs)
 	}
 
-	findings, err := lint.Run(ctx, &lint.Input{Objects: objs}, lint.Options{Disable: o.disable, MaxWebhookTimeout: o.maxTimeout})
+	findings, err := lint.Run(ctx, &lint.Input{Objects: objs}, lint.Options{Disable: o.disable, MaxWebhookTimeout: o.maxTimeout, Simulator: checkSimulator{}})
 	if err != nil {
 		return err
 	}
@@ -148,6 +149,33 @@ func runLint(ctx context.Context, cmd *cobra.Command, o *lintOptions, paths []st
 		}
 	}
 	return nil
+}
+
+// checkSimulator is lint's Simulator: truce check's simulation, with the
+// fixes unverified (lint reports a loop, check proves the fix).
+type checkSimulator struct{}
+
+// Simulate implements lint.Simulator with the objects check finds a
+// problem with (every verdict but Synced).
+func (checkSimulator) Simulate(ctx context.Context, repository, cluster []manifest.Object) ([]lint.Simulated, error) {
+	out, err := check.Check(ctx, check.Input{Repository: repository, Cluster: cluster}, check.Options{}, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	sims := make([]lint.Simulated, 0, len(out.Problems))
+	for _, p := range out.Problems {
+		o := p.Problem.Object
+		sim := lint.Simulated{Source: o.Source, Object: o.Ref.String(), Verdict: o.Verdict, Loop: o.Loop}
+		fix := p.Chosen
+		if fix == nil && len(p.Candidates) > 0 {
+			fix = p.Candidates[0]
+		}
+		if fix != nil {
+			sim.FixTitle, sim.FixDescription = fix.Title, fix.Description
+		}
+		sims = append(sims, sim)
+	}
+	return sims, nil
 }
 
 func printRules(w io.Writer) error {

@@ -78,13 +78,13 @@ func (o *diffOptions) buildStrategy(ctx context.Context, repo *repository, c clu
 	case strategyArgoLegacy, strategyArgoSSD:
 		unit.Tool = ignore.ArgoCD
 	case strategyPredicted:
-		return predicted(mem)
+		return predicted(mem, s)
 	default:
 		return nil, fmt.Errorf("unknown --strategy %q (want %s)", o.strategy, strategyListForUsage)
 	}
 	cmp := s.ComparisonFor(unit)
 	if cmp.Tool == "" {
-		return predicted(mem)
+		return predicted(mem, s)
 	}
 	set, err := ignore.Compile(cmp.Rules, ignore.Options{})
 	if err != nil {
@@ -112,11 +112,11 @@ func (o *diffOptions) buildStrategy(ctx context.Context, repo *repository, c clu
 
 // predicted is the offline admission chain's prediction, which needs the
 // in-process cluster.
-func predicted(mem *memory.Cluster) (drift.Strategy, error) {
+func predicted(mem *memory.Cluster, s *gitops.Settings) (drift.Strategy, error) {
 	if mem == nil {
 		return nil, fmt.Errorf("--strategy predicted makes no API call: use -c to describe the cluster instead of --kubeconfig")
 	}
-	return &drift.Predicted{Admitter: mem}, nil
+	return &drift.Predicted{Admitter: mem, Order: predictedOrder(s)}, nil
 }
 
 func (repo *repository) addFindings(set *ignore.Set) {
