@@ -66,6 +66,10 @@ func (r *Reconciler) liftContests(ctx context.Context, p *pass, saved []Contest,
 	for _, c := range saved {
 		why := ""
 		switch {
+		case c.Writer.Admission == "" && r.opts.Loop.IsHuman(c.Writer.Manager):
+			// Saved before people's edits were reverted, or before
+			// --human-field-manager named this manager.
+			why = fmt.Sprintf("field manager %s is a person's: people's edits are reverted, never contested", c.Writer.Manager)
 		case c.Revision != p.revision:
 			why = fmt.Sprintf("Git moved from %s to %s", c.Revision, p.revision)
 		case c.Admission != "" && r.admission != nil:

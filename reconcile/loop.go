@@ -240,8 +240,8 @@ func contains(list []string, s string) bool {
 }
 
 // recommend is truce check's fix for a contested field, in its order of
-// preference: put the mutation in Git for admission and people, an ignore
-// rule that hands the field to a controller.
+// preference: put the mutation in Git for admission, an ignore rule that
+// hands the field to a controller (people are never contested).
 func recommend(c Contest, d *desired) Fix {
 	target := fmt.Sprintf("{kind: %s, name: %s", c.Ref.Kind, c.Ref.Name)
 	if c.Ref.Group != "" {
@@ -262,10 +262,6 @@ func recommend(c Contest, d *desired) Fix {
 			"Put the mutation in Git: write %s = %s into %s, the value admission stores, so there is nothing left to change; "+
 				"or switch the policy from mutate to validate. If Git must not know the value, add %s.",
 			c.Pointer, short(c.Live), where, rule)}
-	case strings.HasPrefix(c.Writer.Manager, "kubectl"):
-		return Fix{Kind: string(drift.FixGitValue), Description: fmt.Sprintf(
-			"%s is being edited by hand: commit the value it is given (%s) to %s, or stop editing it outside Git.",
-			c.Pointer, short(c.Live), where)}
 	}
 	return Fix{Kind: string(drift.FixIgnoreRule), Description: fmt.Sprintf(
 		"Hand %s to %s with %s: truce then seeds Git's value on creation and leaves the field to it.",

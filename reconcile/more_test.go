@@ -241,3 +241,25 @@ func TestOptionsValidate(t *testing.T) {
 		}
 	}
 }
+
+// A contest saved on a writer that is now a person's (an upgrade from a
+// version that contested people, or --human-field-manager naming it) is
+// lifted: people's edits are reverted, never contested.
+func TestSavedContestOnAPersonIsLifted(t *testing.T) {
+	c := newCluster(t, shopNamespace)
+	store := &MemoryStore{}
+	src := &StaticSource{Revision: "main@sha1:1", Objects: decode(t, config)}
+	r, err := New(c, sourceFunc{src}, store, DefaultOptions())
+	must(t, err)
+	if res := contestConfig(t, r, c); len(res.Contested) != 1 {
+		t.Fatalf("contested: %+v", res.Contested)
+	}
+	opts := DefaultOptions()
+	opts.Loop.HumanFieldManagers = []string{"config-operator"}
+	r2, err := New(c, sourceFunc{src}, store, opts)
+	must(t, err)
+	res := runPass(t, r2)
+	if len(res.Contested) != 0 || res.Writes != 1 {
+		t.Fatalf("after naming the manager a person's: writes %d contested %+v", res.Writes, res.Contested)
+	}
+}

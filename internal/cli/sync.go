@@ -229,8 +229,11 @@ func (o *syncOptions) inProcess(ctx context.Context) (cluster.Cluster, func(), e
 	return mem, mem.Close, nil
 }
 
-// loadIgnoreRules reads the ignore rules of Flux Kustomizations and Argo CD
-// Applications (and argocd-cm) in files.
+// loadIgnoreRules reads the ignore rules of Flux Kustomizations, Argo CD
+// Applications, argocd-cm and resources' argocd.argoproj.io/ignore-differences
+// annotations from each --ignore file, as gitops.Settings.ComparisonFor
+// gives them to truce check and diff: Flux's, then Argo CD's, leaving out
+// the rules argocd-cm only implies (truce sync never compares status).
 func loadIgnoreRules(ctx context.Context, files []string) ([]ignore.Rule, error) {
 	var rules []ignore.Rule
 	for _, file := range files {
@@ -240,29 +243,25 @@ func loadIgnoreRules(ctx context.Context, files []string) ([]ignore.Rule, error)
 		}
 		in := make([]gitops.Object, len(objs))
 		for i, m := range objs {
-			in[i] = gitops.Object{Source: m.Source.String(), Unstructured: m.Object}
+			in[i] = gitops.ObjectOf(m)
 		}
 		settings, _, err := gitops.Discover(in)
 		if err != nil {
 			return nil, fmt.Errorf("--ignore %s: %w", file, err)
 		}
-		found := len(settings.Kustomizations) + len(settings.Applications)
-		for _, k := range settings.Kustomizations {
-			rules = append(rules, k.Rules()...)
-		}
-		for _, app := range settings.Applications {
-			rules = append(rules, app.Rules()...)
-		}
-		if settings.ArgoConfig != nil && settings.ArgoConfig.Source != "" {
+		found := len(settings.Kustomizations) + len(settings.Applications) + len(settings.ResourceRules)
+		if settings.ArgoConfig != nil && settings.ArgoConfig.Position != (manifest.Source{}) {
 			found++
-			for _, r := range settings.ArgoConfig.Rules() {
+		}
+		if found == 0 {
+			return nil, fmt.Errorf("--ignore %s: no Flux Kustomization, Argo CD Application, argocd-cm or ignore-differences annotation found to take ignore rules from", file)
+		}
+		for _, tool := range []ignore.Tool{ignore.Flux, ignore.ArgoCD} {
+			for _, r := range settings.ComparisonFor(gitops.Unit{Tool: tool}).Rules {
 				if !r.Implied {
 					rules = append(rules, r)
 				}
 			}
-		}
-		if found == 0 {
-			return nil, fmt.Errorf("--ignore %s: no Flux Kustomization, Argo CD Application or argocd-cm found to take ignore rules from", file)
 		}
 	}
 	if _, err := ignore.Compile(rules, ignore.Options{}); err != nil {

@@ -348,7 +348,17 @@ spec:
     kind: Deployment
     jsonPointers: ["/spec/replicas"]
 `)
-	for _, tt := range []struct{ name, file string }{{"Flux Kustomization", flux}, {"Argo CD Application", argo}} {
+	// Argo CD's resource-level rule: truce sync honours it as truce check
+	// and diff do (gitops.Settings.ComparisonFor).
+	annotated := write("web.yaml", `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: shop
+  annotations:
+    argocd.argoproj.io/ignore-differences: /spec/replicas
+`)
+	for _, tt := range []struct{ name, file string }{{"Flux Kustomization", flux}, {"Argo CD Application", argo}, {"Argo CD resource annotation", annotated}} {
 		t.Run(tt.name, func(t *testing.T) {
 			mem := newSyncCluster(t)
 			if _, errOut, code := runSyncOn(t, mem, repo, "--once", "--ignore", tt.file); code != exitOK {
