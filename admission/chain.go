@@ -50,6 +50,14 @@ type Options struct {
 	// ServiceClusterIPRange mirrors --service-cluster-ip-range; a dry run
 	// answers with its network address as a Service's ClusterIP.
 	ServiceClusterIPRange string
+	// StateFieldManager names the manager that objects of the state
+	// without managedFields are taken to have been created by: their
+	// fields are recorded as that manager's create, as the server records
+	// every write, so that a later update of them carries the stored
+	// entries updated for its writer. Empty leaves such objects without
+	// entries, like objects stored before the server tracked fields: the
+	// server then records none on their updates either.
+	StateFieldManager string
 }
 
 // Chain is kube-apiserver's write path for one cluster configuration:
@@ -235,7 +243,7 @@ func (c *Chain) Admit(ctx context.Context, req Request) (*Result, error) {
 		namespace = in.GetName()
 	}
 
-	existing, exists := c.state.Get(gvk.GroupKind(), res.Namespace, in.GetName())
+	existing, exists := c.stored(resource, in)
 	op := k8sadmission.Create
 	res.Operation = Create
 	if exists {
@@ -281,6 +289,24 @@ func (c *Chain) Admit(ctx context.Context, req Request) (*Result, error) {
 		res.Notes = append(res.Notes, fmt.Sprintf("%s: only metadata is validated; the server also validates the spec", resource.GVR.GroupResource()))
 	}
 	return res, nil
+}
+
+// Operation says whether a write of obj is a CREATE or an UPDATE (the state
+// holds an object of its kind, namespace and name).
+func (c *Chain) Operation(obj *unstructured.Unstructured) (Operation, error) {
+	resource, err := c.registry.ForKind(obj.GroupVersionKind())
+	if err != nil {
+		return "", err
+	}
+	if _, ok := c.stored(resource, obj); ok {
+		return Update, nil
+	}
+	return Create, nil
+}
+
+// stored returns the object of the state a write of obj replaces.
+func (c *Chain) stored(r *schema.Resource, obj *unstructured.Unstructured) (*unstructured.Unstructured, bool) {
+	return c.state.Get(obj.GroupVersionKind().GroupKind(), objectNamespace(r, obj.GetNamespace()), obj.GetName())
 }
 
 // Commit records an admitted result as the stored state, so that later

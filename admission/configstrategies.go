@@ -112,10 +112,14 @@ func (c *Chain) storeState(ctx context.Context) error {
 		if err != nil {
 			return &InvalidObjectError{Object: o, Err: err}
 		}
-		if !c.modelled(resource) {
+		manager := ""
+		if !system && len(o.GetManagedFields()) == 0 {
+			manager = c.opts.StateFieldManager
+		}
+		if !c.modelled(resource) && manager == "" {
 			continue
 		}
-		stored, err := c.created(ctx, resource, o)
+		stored, err := c.created(ctx, resource, o, manager)
 		if err != nil {
 			if system {
 				continue
@@ -183,8 +187,12 @@ func (c *Chain) admitState(ctx context.Context) {
 	}
 }
 
-// created runs the registry part of a create (no admission) on o.
-func (c *Chain) created(ctx context.Context, resource *schema.Resource, o *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+// created runs the registry part of a create (no admission) on o. With a
+// manager, the create is recorded in managedFields as that manager's, the
+// way the create handler records it: the decoded object's fields, before
+// the strategy prepares it. Objects of kinds without a modelled strategy
+// only get their entries.
+func (c *Chain) created(ctx context.Context, resource *schema.Resource, o *unstructured.Unstructured, manager string) (*unstructured.Unstructured, error) {
 	codec, strategy, err := c.handlerFor(resource)
 	if err != nil {
 		return nil, err
@@ -199,6 +207,17 @@ func (c *Chain) created(ctx context.Context, resource *schema.Resource, o *unstr
 		return nil, err
 	}
 	accessor.SetNamespace(ns)
+	if manager != "" {
+		if obj, err = c.recordFields(resource, strategy, obj, nil, manager); err != nil {
+			return nil, err
+		}
+		if accessor, err = meta.Accessor(obj); err != nil {
+			return nil, err
+		}
+	}
+	if !c.modelled(resource) {
+		return codec.encode(obj, resource.GVK())
+	}
 	rest.FillObjectMetaSystemFields(accessor)
 	vctx := requestContext(ctx, resource, "create", ns, o.GetName(), c.userInfo(Request{}))
 	if c.isServices(resource) {
