@@ -127,7 +127,6 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 		opts:     opts,
 		registry: reg,
 		state:    state,
-		objects:  &objectInterfaces{registry: reg},
 		services: services,
 
 		customResources: map[k8sschema.GroupVersionResource]*customResource{},
@@ -135,6 +134,7 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 		// The cluster state was written by an admin.
 		configStrategies: configStrategies(reg, authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup), state),
 	}
+	c.objects = &objectInterfaces{registry: reg, structural: c.structuralSchema}
 	// The plugins must see the state as the server stores it.
 	if err := c.storeState(ctx); err != nil {
 		return nil, err
