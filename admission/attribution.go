@@ -16,7 +16,7 @@ type recorder struct {
 	mu sync.Mutex
 	// mutatingPolicies names the MutatingAdmissionPolicy bindings matching
 	// the request, filled when that plugin changed the object.
-	mutatingPolicies []string
+	mutatingPolicies []Step
 	steps            []step
 	annotations      map[string]string
 	unpredictable    []string

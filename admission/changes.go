@@ -31,16 +31,16 @@ func (c *Chain) changes(rec *recorder, resource *schema.Resource) ([]Change, err
 			return nil, fmt.Errorf("attributing changes of %s: %w", s.plugin, err)
 		}
 		for _, p := range Diff(before.Object, after.Object) {
-			by := s.plugin
-			if s.plugin == "MutatingAdmissionPolicy" {
-				by = c.mutatingPolicies.name(rec.mutatingPolicies)
-			}
-			if s.plugin == "MutatingAdmissionWebhook" {
+			st := Step{Kind: PluginStep, Name: s.plugin}
+			switch s.plugin {
+			case "MutatingAdmissionPolicy":
+				st = policyStep(rec.mutatingPolicies)
+			case "MutatingAdmissionWebhook":
 				if name := patches.owner(s.round, p); name != "" {
-					by = "webhook " + name
+					st = Step{Kind: WebhookStep, Name: name}
 				}
 			}
-			out = append(out, Change{Path: p, By: by, Round: s.round})
+			out = append(out, Change{Path: p, By: st.String(), Round: s.round, Step: st})
 		}
 	}
 	return out, nil
