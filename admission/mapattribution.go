@@ -73,6 +73,18 @@ func (m *mutatingPolicies) candidates(a k8sadmission.Attributes, o k8sadmission.
 	return out
 }
 
+// recordPolicyCandidates records the bindings that match the request when
+// the MutatingAdmissionPolicy plugin changed the object, for attributing
+// its changes.
+func (c *Chain) recordPolicyCandidates(rec *recorder, attrs k8sadmission.Attributes) {
+	for _, st := range rec.steps {
+		if st.plugin == "MutatingAdmissionPolicy" {
+			rec.mutatingPolicies = c.mutatingPolicies.candidates(attrs, c.objects)
+			return
+		}
+	}
+}
+
 // policyStep is the attribution for a change made inside the plugin.
 func policyStep(candidates []Step) Step {
 	switch len(candidates) {

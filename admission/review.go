@@ -165,12 +165,7 @@ func (c *Chain) review(ctx context.Context, r Review, mutate bool) (*ReviewResul
 		return res, nil
 	}
 	if r.Attribute {
-		for _, st := range rec.steps {
-			if st.plugin == "MutatingAdmissionPolicy" {
-				rec.mutatingPolicies = c.mutatingPolicies.candidates(attrs, c.objects)
-				break
-			}
-		}
+		c.recordPolicyCandidates(rec, attrs)
 		if res.Changes, err = c.changes(rec, resource); err != nil {
 			return nil, err
 		}

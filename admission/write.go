@@ -205,12 +205,7 @@ func (c *Chain) mutate(ctx context.Context, w writeRequest, obj, old runtime.Obj
 	if err := c.admit.(k8sadmission.MutationInterface).Admit(ctx, attrs, c.objects); err != nil {
 		return nil, err
 	}
-	for _, st := range w.rec.steps {
-		if st.plugin == "MutatingAdmissionPolicy" {
-			w.rec.mutatingPolicies = c.mutatingPolicies.candidates(attrs, c.objects)
-			break
-		}
-	}
+	c.recordPolicyCandidates(w.rec, attrs)
 	return attrs.GetObject(), nil
 }
 
