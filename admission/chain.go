@@ -131,9 +131,8 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 
 		customResources: map[k8sschema.GroupVersionResource]*customResource{},
 		fieldManagers:   map[k8sschema.GroupVersionResource]*managedfields.FieldManager{},
-		// The cluster state was written by an admin.
-		configStrategies: configStrategies(reg, authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup), state),
 	}
+	c.configStrategies = configStrategies(reg, writerAuthorizer{c}, state)
 	c.objects = &objectInterfaces{registry: reg, structural: c.structuralSchema}
 	// The plugins must see the state as the server stores it.
 	if err := c.storeState(ctx); err != nil {
@@ -203,7 +202,6 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 	c.decorator = dec
 	c.authz = authz
 	c.cancel = cancel
-	c.configStrategies = configStrategies(reg, authz, state)
 	c.namespaces = factory.Core().V1().Namespaces().Lister()
 	if c.mutatingPolicies, err = newMutatingPolicies(state, c.namespaces, client); err != nil {
 		c.Close()

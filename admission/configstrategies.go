@@ -11,7 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 	k8sadmission "k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/kubernetes/pkg/apis/admissionregistration"
 	"k8s.io/kubernetes/pkg/registry/admissionregistration/mutatingadmissionpolicy"
@@ -43,6 +45,34 @@ func configStrategies(reg *schema.Registry, authz authorizer.Authorizer, state *
 		gr("mutatingadmissionpolicies"):         mutatingadmissionpolicy.NewStrategy(authz, resolve),
 		gr("mutatingadmissionpolicybindings"):   mutatingadmissionpolicybinding.NewStrategy(authz, policies, resolve),
 	}
+}
+
+// writerAuthorizer is the authorizer the policy strategies ask whether the
+// writer may read a paramKind: the chain's. The state is stored before the
+// chain's authorizer exists (its RBAC comes from the stored state), by an
+// admin: until then only system:masters is known, the authorizer's first
+// member.
+type writerAuthorizer struct{ c *Chain }
+
+var stateAuthorizer = authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup)
+
+func (a writerAuthorizer) current() authorizer.Authorizer {
+	if a.c.authz == nil {
+		return stateAuthorizer
+	}
+	return a.c.authz
+}
+
+func (a writerAuthorizer) Authorize(ctx context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
+	return a.current().Authorize(ctx, attrs)
+}
+
+func (a writerAuthorizer) ConditionsAwareAuthorize(ctx context.Context, attrs authorizer.Attributes) authorizer.ConditionsAwareDecision {
+	return a.current().ConditionsAwareAuthorize(ctx, attrs)
+}
+
+func (a writerAuthorizer) EvaluateConditions(ctx context.Context, d authorizer.ConditionsAwareDecision, data authorizer.ConditionsData) (authorizer.Decision, string, error) {
+	return a.current().EvaluateConditions(ctx, d, data)
 }
 
 type resourceResolver struct{ reg *schema.Registry }
