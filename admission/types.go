@@ -8,10 +8,13 @@ import (
 // Operation is the kind of write, as the AdmissionReview names it.
 type Operation string
 
-// Operations truce admits.
+// The operations of admission. truce admits creates and updates (Admit),
+// deletes (AdmitDelete), and reviews of any (Mutate, Validate).
 const (
-	Create Operation = "CREATE"
-	Update Operation = "UPDATE"
+	Create  Operation = "CREATE"
+	Update  Operation = "UPDATE"
+	Delete  Operation = "DELETE"
+	Connect Operation = "CONNECT"
 )
 
 // Request is one write: the object a client sends (a PUT for an update).
