@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"k8s.io/apimachinery/pkg/util/managedfields"
-	"sort"
+	"slices"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	k8sadmission "k8s.io/apiserver/pkg/admission"
 	auditinternal "k8s.io/apiserver/pkg/apis/audit"
 	"k8s.io/apiserver/pkg/audit"
@@ -355,19 +355,10 @@ func (c *Chain) userInfo(req Request) user.Info {
 		return &user.DefaultInfo{Name: "system:admin", Groups: []string{user.SystemPrivilegedGroup, user.AllAuthenticated}}
 	}
 	groups := append([]string{}, req.Groups...)
-	if !contains(groups, user.AllAuthenticated) {
+	if !slices.Contains(groups, user.AllAuthenticated) {
 		groups = append(groups, user.AllAuthenticated)
 	}
 	return &user.DefaultInfo{Name: req.User, Groups: groups}
-}
-
-func contains(xs []string, x string) bool {
-	for _, s := range xs {
-		if s == x {
-			return true
-		}
-	}
-	return false
 }
 
 // authorize answers like the server's authorization filter: 403 before any
@@ -505,14 +496,4 @@ func requestContext(ctx context.Context, r *schema.Resource, verb, namespace, na
 		Namespace:         namespace,
 		Name:              name,
 	})
-}
-
-// sortedKeys returns the keys of m in order.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -3,7 +3,9 @@ package admission
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -73,7 +75,7 @@ func (ps patchSet) owner(round int, path string) string {
 // webhookPatches parses patch.webhook.admission.k8s.io/round_N_index_M.
 func webhookPatches(annotations map[string]string) patchSet {
 	var out patchSet
-	for _, k := range sortedKeys(annotations) {
+	for _, k := range slices.Sorted(maps.Keys(annotations)) {
 		rest, ok := strings.CutPrefix(k, "patch.webhook.admission.k8s.io/round_")
 		if !ok {
 			continue
