@@ -28,7 +28,7 @@ func entries(t *testing.T, obj map[string]any) []string {
 	for _, e := range (&unstructured.Unstructured{Object: obj}).GetManagedFields() {
 		fields := ""
 		if e.FieldsV1 != nil {
-			fields = string(e.FieldsV1.Raw)
+			fields = e.FieldsV1.GetRawString()
 		}
 		out = append(out, e.Manager+"/"+string(e.Operation)+": "+fields)
 	}
