@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"reflect"
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -16,7 +17,7 @@ type recorder struct {
 	mu sync.Mutex
 	// mutatingPolicies names the MutatingAdmissionPolicy bindings matching
 	// the request, filled when that plugin changed the object.
-	mutatingPolicies []string
+	mutatingPolicies []Step
 	steps            []step
 	annotations      map[string]string
 	unpredictable    []string
@@ -57,12 +58,9 @@ func recorderFrom(ctx context.Context) *recorder {
 func (r *recorder) addUnpredictable(what string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, u := range r.unpredictable {
-		if u == what {
-			return
-		}
+	if !slices.Contains(r.unpredictable, what) {
+		r.unpredictable = append(r.unpredictable, what)
 	}
-	r.unpredictable = append(r.unpredictable, what)
 }
 
 // attributionDecorator wraps each admission plugin so that a mutation can be

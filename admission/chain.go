@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"k8s.io/apimachinery/pkg/util/managedfields"
-	"sort"
+	"slices"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	k8sadmission "k8s.io/apiserver/pkg/admission"
 	auditinternal "k8s.io/apiserver/pkg/apis/audit"
 	"k8s.io/apiserver/pkg/audit"
@@ -50,6 +50,14 @@ type Options struct {
 	// ServiceClusterIPRange mirrors --service-cluster-ip-range; a dry run
 	// answers with its network address as a Service's ClusterIP.
 	ServiceClusterIPRange string
+	// StateFieldManager names the manager that objects of the state
+	// without managedFields are taken to have been created by: their
+	// fields are recorded as that manager's create, as the server records
+	// every write, so that a later update of them carries the stored
+	// entries updated for its writer. Empty leaves such objects without
+	// entries, like objects stored before the server tracked fields: the
+	// server then records none on their updates either.
+	StateFieldManager string
 }
 
 // Chain is kube-apiserver's write path for one cluster configuration:
@@ -119,14 +127,13 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 		opts:     opts,
 		registry: reg,
 		state:    state,
-		objects:  &objectInterfaces{registry: reg},
 		services: services,
 
 		customResources: map[k8sschema.GroupVersionResource]*customResource{},
 		fieldManagers:   map[k8sschema.GroupVersionResource]*managedfields.FieldManager{},
-		// The cluster state was written by an admin.
-		configStrategies: configStrategies(reg, authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup), state),
 	}
+	c.configStrategies = configStrategies(reg, writerAuthorizer{c}, state)
+	c.objects = &objectInterfaces{registry: reg, structural: c.structuralSchema}
 	// The plugins must see the state as the server stores it.
 	if err := c.storeState(ctx); err != nil {
 		return nil, err
@@ -195,7 +202,6 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 	c.decorator = dec
 	c.authz = authz
 	c.cancel = cancel
-	c.configStrategies = configStrategies(reg, authz, state)
 	c.namespaces = factory.Core().V1().Namespaces().Lister()
 	if c.mutatingPolicies, err = newMutatingPolicies(state, c.namespaces, client); err != nil {
 		c.Close()
@@ -235,7 +241,7 @@ func (c *Chain) Admit(ctx context.Context, req Request) (*Result, error) {
 		namespace = in.GetName()
 	}
 
-	existing, exists := c.state.Get(gvk.GroupKind(), res.Namespace, in.GetName())
+	existing, exists := c.stored(resource, in)
 	op := k8sadmission.Create
 	res.Operation = Create
 	if exists {
@@ -281,6 +287,24 @@ func (c *Chain) Admit(ctx context.Context, req Request) (*Result, error) {
 		res.Notes = append(res.Notes, fmt.Sprintf("%s: only metadata is validated; the server also validates the spec", resource.GVR.GroupResource()))
 	}
 	return res, nil
+}
+
+// Operation says whether a write of obj is a CREATE or an UPDATE (the state
+// holds an object of its kind, namespace and name).
+func (c *Chain) Operation(obj *unstructured.Unstructured) (Operation, error) {
+	resource, err := c.registry.ForKind(obj.GroupVersionKind())
+	if err != nil {
+		return "", err
+	}
+	if _, ok := c.stored(resource, obj); ok {
+		return Update, nil
+	}
+	return Create, nil
+}
+
+// stored returns the object of the state a write of obj replaces.
+func (c *Chain) stored(r *schema.Resource, obj *unstructured.Unstructured) (*unstructured.Unstructured, bool) {
+	return c.state.Get(obj.GroupVersionKind().GroupKind(), objectNamespace(r, obj.GetNamespace()), obj.GetName())
 }
 
 // Commit records an admitted result as the stored state, so that later
@@ -331,19 +355,10 @@ func (c *Chain) userInfo(req Request) user.Info {
 		return &user.DefaultInfo{Name: "system:admin", Groups: []string{user.SystemPrivilegedGroup, user.AllAuthenticated}}
 	}
 	groups := append([]string{}, req.Groups...)
-	if !contains(groups, user.AllAuthenticated) {
+	if !slices.Contains(groups, user.AllAuthenticated) {
 		groups = append(groups, user.AllAuthenticated)
 	}
 	return &user.DefaultInfo{Name: req.User, Groups: groups}
-}
-
-func contains(xs []string, x string) bool {
-	for _, s := range xs {
-		if s == x {
-			return true
-		}
-	}
-	return false
 }
 
 // authorize answers like the server's authorization filter: 403 before any
@@ -481,14 +496,4 @@ func requestContext(ctx context.Context, r *schema.Resource, verb, namespace, na
 		Namespace:         namespace,
 		Name:              name,
 	})
-}
-
-// sortedKeys returns the keys of m in order.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

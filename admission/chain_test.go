@@ -228,11 +228,19 @@ func equalStrings(a, b []string) bool {
 	return reflect.DeepEqual(a, b)
 }
 
-func equalChanges(a, b []admission.Change) bool {
-	if len(a) == 0 && len(b) == 0 {
-		return true
+// equalChanges compares path, text and round of got and want; each of got's
+// typed steps must read as its text.
+func equalChanges(got, want []admission.Change) bool {
+	if len(got) != len(want) {
+		return false
 	}
-	return reflect.DeepEqual(a, b)
+	for i := range got {
+		g, w := got[i], want[i]
+		if g.Path != w.Path || g.By != w.By || g.Round != w.Round || g.Step.String() != g.By {
+			return false
+		}
+	}
+	return true
 }
 
 func mustJSON(v any) string {

@@ -3,7 +3,9 @@ package admission
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,16 +33,16 @@ func (c *Chain) changes(rec *recorder, resource *schema.Resource) ([]Change, err
 			return nil, fmt.Errorf("attributing changes of %s: %w", s.plugin, err)
 		}
 		for _, p := range Diff(before.Object, after.Object) {
-			by := s.plugin
-			if s.plugin == "MutatingAdmissionPolicy" {
-				by = c.mutatingPolicies.name(rec.mutatingPolicies)
-			}
-			if s.plugin == "MutatingAdmissionWebhook" {
+			st := Step{Kind: PluginStep, Name: s.plugin}
+			switch s.plugin {
+			case "MutatingAdmissionPolicy":
+				st = policyStep(rec.mutatingPolicies)
+			case "MutatingAdmissionWebhook":
 				if name := patches.owner(s.round, p); name != "" {
-					by = "webhook " + name
+					st = Step{Kind: WebhookStep, Name: name}
 				}
 			}
-			out = append(out, Change{Path: p, By: by, Round: s.round})
+			out = append(out, Change{Path: p, By: st.String(), Round: s.round, Step: st})
 		}
 	}
 	return out, nil
@@ -73,7 +75,7 @@ func (ps patchSet) owner(round int, path string) string {
 // webhookPatches parses patch.webhook.admission.k8s.io/round_N_index_M.
 func webhookPatches(annotations map[string]string) patchSet {
 	var out patchSet
-	for _, k := range sortedKeys(annotations) {
+	for _, k := range slices.Sorted(maps.Keys(annotations)) {
 		rest, ok := strings.CutPrefix(k, "patch.webhook.admission.k8s.io/round_")
 		if !ok {
 			continue

@@ -11,7 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 	k8sadmission "k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/kubernetes/pkg/apis/admissionregistration"
 	"k8s.io/kubernetes/pkg/registry/admissionregistration/mutatingadmissionpolicy"
@@ -43,6 +45,34 @@ func configStrategies(reg *schema.Registry, authz authorizer.Authorizer, state *
 		gr("mutatingadmissionpolicies"):         mutatingadmissionpolicy.NewStrategy(authz, resolve),
 		gr("mutatingadmissionpolicybindings"):   mutatingadmissionpolicybinding.NewStrategy(authz, policies, resolve),
 	}
+}
+
+// writerAuthorizer is the authorizer the policy strategies ask whether the
+// writer may read a paramKind: the chain's. The state is stored before the
+// chain's authorizer exists (its RBAC comes from the stored state), by an
+// admin: until then only system:masters is known, the authorizer's first
+// member.
+type writerAuthorizer struct{ c *Chain }
+
+var stateAuthorizer = authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup)
+
+func (a writerAuthorizer) current() authorizer.Authorizer {
+	if a.c.authz == nil {
+		return stateAuthorizer
+	}
+	return a.c.authz
+}
+
+func (a writerAuthorizer) Authorize(ctx context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
+	return a.current().Authorize(ctx, attrs)
+}
+
+func (a writerAuthorizer) ConditionsAwareAuthorize(ctx context.Context, attrs authorizer.Attributes) authorizer.ConditionsAwareDecision {
+	return a.current().ConditionsAwareAuthorize(ctx, attrs)
+}
+
+func (a writerAuthorizer) EvaluateConditions(ctx context.Context, d authorizer.ConditionsAwareDecision, data authorizer.ConditionsData) (authorizer.Decision, string, error) {
+	return a.current().EvaluateConditions(ctx, d, data)
 }
 
 type resourceResolver struct{ reg *schema.Registry }
@@ -112,10 +142,14 @@ func (c *Chain) storeState(ctx context.Context) error {
 		if err != nil {
 			return &InvalidObjectError{Object: o, Err: err}
 		}
-		if !c.modelled(resource) {
+		manager := ""
+		if !system && len(o.GetManagedFields()) == 0 {
+			manager = c.opts.StateFieldManager
+		}
+		if !c.modelled(resource) && manager == "" {
 			continue
 		}
-		stored, err := c.created(ctx, resource, o)
+		stored, err := c.created(ctx, resource, o, manager)
 		if err != nil {
 			if system {
 				continue
@@ -183,8 +217,12 @@ func (c *Chain) admitState(ctx context.Context) {
 	}
 }
 
-// created runs the registry part of a create (no admission) on o.
-func (c *Chain) created(ctx context.Context, resource *schema.Resource, o *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+// created runs the registry part of a create (no admission) on o. With a
+// manager, the create is recorded in managedFields as that manager's, the
+// way the create handler records it: the decoded object's fields, before
+// the strategy prepares it. Objects of kinds without a modelled strategy
+// only get their entries.
+func (c *Chain) created(ctx context.Context, resource *schema.Resource, o *unstructured.Unstructured, manager string) (*unstructured.Unstructured, error) {
 	codec, strategy, err := c.handlerFor(resource)
 	if err != nil {
 		return nil, err
@@ -199,6 +237,17 @@ func (c *Chain) created(ctx context.Context, resource *schema.Resource, o *unstr
 		return nil, err
 	}
 	accessor.SetNamespace(ns)
+	if manager != "" {
+		if obj, err = c.recordFields(resource, strategy, obj, nil, manager); err != nil {
+			return nil, err
+		}
+		if accessor, err = meta.Accessor(obj); err != nil {
+			return nil, err
+		}
+	}
+	if !c.modelled(resource) {
+		return codec.encode(obj, resource.GVK())
+	}
 	rest.FillObjectMetaSystemFields(accessor)
 	vctx := requestContext(ctx, resource, "create", ns, o.GetName(), c.userInfo(Request{}))
 	if c.isServices(resource) {

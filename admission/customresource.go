@@ -154,6 +154,10 @@ func (c customResourceCodec) coerce(u *unstructured.Unstructured, track bool) ([
 	return unknown, nil
 }
 
+// encode returns the object as the CRD handler's storage codec returns it:
+// pruned and with metadata coerced on the way in (schemaCoercingConverter,
+// reporting nothing: the client did not send what a webhook added), and
+// defaulted on the way out.
 func (c customResourceCodec) encode(obj runtime.Object, gvk k8sschema.GroupVersionKind) (*unstructured.Unstructured, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
@@ -161,5 +165,25 @@ func (c customResourceCodec) encode(obj runtime.Object, gvk k8sschema.GroupVersi
 	}
 	out := u.DeepCopy()
 	out.SetGroupVersionKind(gvk)
+	if _, err := c.coerce(out, false); err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	if c.cr.structural != nil {
+		structuraldefaulting.Default(out.Object, c.cr.structural)
+	}
 	return out, nil
+}
+
+// structuralSchema returns the structural schema of a custom resource's
+// version, for the object defaulter; nil for built-ins.
+func (c *Chain) structuralSchema(gvk k8sschema.GroupVersionKind) *structuralschema.Structural {
+	r, err := c.registry.ForKind(gvk)
+	if err != nil || r.CRD == nil {
+		return nil
+	}
+	cr, err := c.customResourceFor(r)
+	if err != nil {
+		return nil
+	}
+	return cr.structural
 }

@@ -35,7 +35,7 @@ func (c *Chain) AdmitDelete(ctx context.Context, req DeleteRequest) (*Result, er
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Operation: "DELETE", APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: req.Name,
+	res := &Result{Operation: Delete, APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: req.Name,
 		Warnings: []string{}, Changes: []Change{}}
 	res.Namespace = objectNamespace(resource, req.Namespace)
 	namespace := res.Namespace

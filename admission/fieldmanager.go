@@ -21,6 +21,27 @@ import (
 // the client here.
 const DefaultFieldManager = "truce"
 
+// The field managers kubectl sends when its --field-manager is not given,
+// for the two commands that make the writes truce admit makes
+// (k8s.io/kubectl/pkg/cmd/create and cmd/replace).
+const (
+	// KubectlCreate is kubectl create's: a CREATE.
+	KubectlCreate = "kubectl-create"
+	// KubectlReplace is kubectl replace's: an UPDATE that PUTs the whole
+	// object.
+	KubectlReplace = "kubectl-replace"
+)
+
+// KubectlFieldManager is the field manager kubectl sends by default for a
+// write of op made as truce admit makes it: kubectl create for a CREATE,
+// kubectl replace for an UPDATE.
+func KubectlFieldManager(op Operation) string {
+	if op == Update {
+		return KubectlReplace
+	}
+	return KubectlCreate
+}
+
 // fieldManagerFor returns the managedFields bookkeeping of a resource, built
 // the way the server's endpoint installer (built-ins, and
 // CustomResourceDefinitions in the apiextensions-apiserver) and the CRD
@@ -88,15 +109,15 @@ func emptyLive(r *schema.Resource) (runtime.Object, error) {
 // write starts from: a copy of the stored one (the field manager strips
 // its managedFields), or a new versioned object for a create, as the
 // handlers do.
-func (c *Chain) managerAndLive(w writeRequest, strategy builtin.Strategy, old runtime.Object) (*managedfields.FieldManager, runtime.Object, error) {
-	fm, err := c.fieldManagerFor(w.resource, strategy)
+func (c *Chain) managerAndLive(r *schema.Resource, strategy builtin.Strategy, old runtime.Object) (*managedfields.FieldManager, runtime.Object, error) {
+	fm, err := c.fieldManagerFor(r, strategy)
 	if err != nil {
 		return nil, nil, err
 	}
 	if old != nil {
 		return fm, old.DeepCopyObject(), nil
 	}
-	live, err := emptyLive(w.resource)
+	live, err := emptyLive(r)
 	return fm, live, err
 }
 
@@ -104,11 +125,18 @@ func (c *Chain) managerAndLive(w writeRequest, strategy builtin.Strategy, old ru
 // admission runs, like the create and update handlers: changes admission
 // makes afterwards are not attributed to any manager.
 func (c *Chain) trackFields(w writeRequest, strategy builtin.Strategy, obj, old runtime.Object) (runtime.Object, error) {
-	fm, live, err := c.managerAndLive(w, strategy, old)
+	return c.recordFields(w.resource, strategy, obj, old, w.manager())
+}
+
+// recordFields updates obj's managedFields for a write by manager: the
+// stored entries of old (none for a create) updated with the fields the
+// write sets or changes, as the handlers' FieldManager.UpdateNoErrors does.
+func (c *Chain) recordFields(r *schema.Resource, strategy builtin.Strategy, obj, old runtime.Object, manager string) (runtime.Object, error) {
+	fm, live, err := c.managerAndLive(r, strategy, old)
 	if err != nil {
 		return nil, err
 	}
-	return fm.UpdateNoErrors(live, obj, w.manager()), nil
+	return fm.UpdateNoErrors(live, obj, manager), nil
 }
 
 // applyPatch merges a server-side apply configuration into the live object
@@ -117,7 +145,7 @@ func (c *Chain) applyPatch(w writeRequest, strategy builtin.Strategy, old runtim
 	if w.fieldManager == "" {
 		return nil, apierrors.NewBadRequest("PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch")
 	}
-	fm, live, err := c.managerAndLive(w, strategy, old)
+	fm, live, err := c.managerAndLive(w.resource, strategy, old)
 	if err != nil {
 		return nil, err
 	}

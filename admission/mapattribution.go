@@ -3,7 +3,6 @@ package admission
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -54,10 +53,10 @@ func newMutatingPolicies(state *State, namespaces listersv1.NamespaceLister, cli
 	return m, nil
 }
 
-// candidates returns "MutatingAdmissionPolicy/NAME (binding B)" for every
-// binding whose policy and binding match the request.
-func (m *mutatingPolicies) candidates(a k8sadmission.Attributes, o k8sadmission.ObjectInterfaces) []string {
-	var out []string
+// candidates returns the step of every binding whose policy and binding
+// match the request.
+func (m *mutatingPolicies) candidates(a k8sadmission.Attributes, o k8sadmission.ObjectInterfaces) []Step {
+	var out []Step
 	for _, b := range m.bindings {
 		p, ok := m.policies[b.Spec.PolicyName]
 		if !ok {
@@ -69,19 +68,31 @@ func (m *mutatingPolicies) candidates(a k8sadmission.Attributes, o k8sadmission.
 		if ok, err := m.matcher.BindingMatches(a, o, mutating.NewMutatingAdmissionPolicyBindingAccessor(b)); err != nil || !ok {
 			continue
 		}
-		out = append(out, fmt.Sprintf("MutatingAdmissionPolicy/%s (binding %s)", p.Name, b.Name))
+		out = append(out, Step{Kind: PolicyStep, Name: p.Name, Binding: b.Name})
 	}
 	return out
 }
 
-// name is the attribution for a change made inside the plugin.
-func (m *mutatingPolicies) name(candidates []string) string {
+// recordPolicyCandidates records the bindings that match the request when
+// the MutatingAdmissionPolicy plugin changed the object, for attributing
+// its changes.
+func (c *Chain) recordPolicyCandidates(rec *recorder, attrs k8sadmission.Attributes) {
+	for _, st := range rec.steps {
+		if st.plugin == "MutatingAdmissionPolicy" {
+			rec.mutatingPolicies = c.mutatingPolicies.candidates(attrs, c.objects)
+			return
+		}
+	}
+}
+
+// policyStep is the attribution for a change made inside the plugin.
+func policyStep(candidates []Step) Step {
 	switch len(candidates) {
 	case 0:
-		return "MutatingAdmissionPolicy"
+		return Step{Kind: PolicyStep}
 	case 1:
 		return candidates[0]
 	default:
-		return "one of " + strings.Join(candidates, ", ")
+		return Step{Kind: PolicyStep, Candidates: candidates}
 	}
 }

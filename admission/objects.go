@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -17,12 +19,17 @@ import (
 // the legacy scheme for built-ins, the apiextensions-apiserver's scheme for
 // CustomResourceDefinitions, unstructured handling for custom resources, and
 // the registry's resource equivalence.
-type objectInterfaces struct{ registry *schema.Registry }
+type objectInterfaces struct {
+	registry *schema.Registry
+	// structural returns the structural schema of a custom resource's
+	// version; nil for built-ins and schemas without one.
+	structural func(k8sschema.GroupVersionKind) *structuralschema.Structural
+}
 
 func (o *objectInterfaces) GetObjectCreater() runtime.ObjectCreater { return creater{o.registry} }
 func (o *objectInterfaces) GetObjectTyper() runtime.ObjectTyper     { return typer{} }
 func (o *objectInterfaces) GetObjectDefaulter() runtime.ObjectDefaulter {
-	return defaulter{}
+	return defaulter{o.structural}
 }
 func (o *objectInterfaces) GetObjectConvertor() runtime.ObjectConvertor { return convertor{} }
 func (o *objectInterfaces) GetEquivalentResourceMapper() runtime.EquivalentResourceMapper {
@@ -55,10 +62,20 @@ func (typer) ObjectKinds(obj runtime.Object) ([]k8sschema.GroupVersionKind, bool
 
 func (typer) Recognizes(gvk k8sschema.GroupVersionKind) bool { return true }
 
-type defaulter struct{}
+// defaulter applies the scheme's defaults to built-ins and a custom
+// resource's structural defaults to it, as the CRD handler's
+// unstructuredDefaulter does: the webhook and policy dispatchers default
+// the object again after each patch, so a defaulted field a patch removed
+// is back.
+type defaulter struct {
+	structural func(k8sschema.GroupVersionKind) *structuralschema.Structural
+}
 
-func (defaulter) Default(obj runtime.Object) {
-	if _, ok := obj.(runtime.Unstructured); ok {
+func (d defaulter) Default(obj runtime.Object) {
+	if u, ok := obj.(runtime.Unstructured); ok {
+		if d.structural != nil {
+			structuraldefaulting.Default(u.UnstructuredContent(), d.structural(obj.GetObjectKind().GroupVersionKind()))
+		}
 		return
 	}
 	schemeOf(obj).Default(obj)

@@ -54,9 +54,6 @@ type Review struct {
 	Attribute bool
 }
 
-// Delete is the Operation of a DELETE.
-const Delete Operation = "DELETE"
-
 // ReviewResult is the answer to a Review.
 type ReviewResult struct {
 	Allowed bool
@@ -91,7 +88,7 @@ func (c *Chain) review(ctx context.Context, r Review, mutate bool) (*ReviewResul
 	resource, err := c.registry.ForKind(r.Kind)
 	switch {
 	case err == nil:
-	case builtinKind(r.Kind) && !r.Resource.Empty() && (r.SubResource != "" || r.Operation == "CONNECT"):
+	case builtinKind(r.Kind) && !r.Resource.Empty() && (r.SubResource != "" || r.Operation == Connect):
 		// A subresource's or a connection's own kind (autoscaling/v1
 		// Scale of deployments/scale, Eviction, PodExecOptions): no
 		// resource serves it as its main kind; the scheme decodes it.
@@ -165,12 +162,7 @@ func (c *Chain) review(ctx context.Context, r Review, mutate bool) (*ReviewResul
 		return res, nil
 	}
 	if r.Attribute {
-		for _, st := range rec.steps {
-			if st.plugin == "MutatingAdmissionPolicy" {
-				rec.mutatingPolicies = c.mutatingPolicies.candidates(attrs, c.objects)
-				break
-			}
-		}
+		c.recordPolicyCandidates(rec, attrs)
 		if res.Changes, err = c.changes(rec, resource); err != nil {
 			return nil, err
 		}
@@ -226,7 +218,7 @@ func admissionOperation(op Operation) (k8sadmission.Operation, error) {
 		return k8sadmission.Update, nil
 	case Delete:
 		return k8sadmission.Delete, nil
-	case "CONNECT":
+	case Connect:
 		return k8sadmission.Connect, nil
 	}
 	return "", fmt.Errorf("unknown operation %q (want CREATE, UPDATE, DELETE or CONNECT)", op)

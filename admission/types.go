@@ -8,10 +8,13 @@ import (
 // Operation is the kind of write, as the AdmissionReview names it.
 type Operation string
 
-// Operations truce admits.
+// The operations of admission. truce admits creates and updates (Admit),
+// deletes (AdmitDelete), and reviews of any (Mutate, Validate).
 const (
-	Create Operation = "CREATE"
-	Update Operation = "UPDATE"
+	Create  Operation = "CREATE"
+	Update  Operation = "UPDATE"
+	Delete  Operation = "DELETE"
+	Connect Operation = "CONNECT"
 )
 
 // Request is one write: the object a client sends (a PUT for an update).
@@ -46,12 +49,13 @@ type Request struct {
 type Change struct {
 	// Path is a JSON pointer (RFC 6901) into the stored object.
 	Path string `json:"path"`
-	// By names the step: "defaulting", "MutatingAdmissionPolicy/NAME (binding B)",
-	// "webhook NAME", an admission plugin name, or "registry" for the
-	// resource's own PrepareForCreate/Update.
+	// By is Step's text: an admission plugin's name,
+	// "MutatingAdmissionPolicy/NAME (binding B)" or "webhook NAME".
 	By string `json:"by"`
 	// Round is 0 for the first pass of mutating admission, 1 for reinvocation.
 	Round int `json:"round"`
+	// Step is the admission step that made the change.
+	Step Step `json:"step"`
 }
 
 // Result is the outcome of one write: what kube-apiserver would answer.

@@ -43,17 +43,12 @@ type writeRequest struct {
 	dryRun bool
 }
 
-// write follows the server's create and update handlers
-// (k8s.io/apiserver/pkg/endpoints/handlers/{create,update}.go) and the
-// generic registry store: decode with defaulting, authorize, mutating
-// admission, the registry strategy, validating admission.
+// write follows the server's authorization filter and the endpoint
+// installer's deprecation warning, then its create or update handler.
 func (c *Chain) write(ctx context.Context, w writeRequest) (*unstructured.Unstructured, *metav1.Status) {
-	fail := func(err error) (*unstructured.Unstructured, *metav1.Status) {
-		return nil, responsewriters.ErrorToAPIStatus(err)
-	}
-	codec, strategy, err := c.handlerFor(w.resource)
+	cd, strategy, err := c.handlerFor(w.resource)
 	if err != nil {
-		return fail(apierrors.NewInternalError(err))
+		return nil, responsewriters.ErrorToAPIStatus(apierrors.NewInternalError(err))
 	}
 	// The authorization filter runs before the handler decodes the body.
 	authzNamespace := w.namespace
@@ -66,110 +61,169 @@ func (c *Chain) write(ctx context.Context, w writeRequest) (*unstructured.Unstru
 		return nil, s
 	}
 	addDeprecationWarning(ctx, w.resource)
-	var dryRun []string
-	if w.dryRun {
-		dryRun = []string{metav1.DryRunAll}
-	}
-	var old runtime.Object
-	var options runtime.Object
+	var stored *unstructured.Unstructured
 	if w.op == k8sadmission.Create {
-		options = &metav1.CreateOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "CreateOptions"}, DryRun: dryRun, FieldManager: w.fieldManager}
+		stored, err = c.create(ctx, w, cd, strategy)
 	} else {
-		old, err = codec.decode(ctx, w.existing, metav1.FieldValidationIgnore)
-		if err != nil {
-			return fail(fmt.Errorf("decoding the existing object: %w", err))
-		}
-		options = &metav1.UpdateOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "UpdateOptions"}, DryRun: dryRun, FieldManager: w.fieldManager}
-	}
-	var obj runtime.Object
-	if w.apply {
-		obj, err = c.applyPatch(w, strategy, old)
-	} else {
-		obj, err = codec.decode(ctx, w.in, w.fieldValidation)
+		stored, err = c.update(ctx, w, cd, strategy)
 	}
 	if err != nil {
-		return fail(err)
+		return nil, responsewriters.ErrorToAPIStatus(err)
+	}
+	return stored, nil
+}
+
+// create follows the server's create handler
+// (k8s.io/apiserver/pkg/endpoints/handlers/create.go) and the generic
+// registry store's Create: decode with defaulting, record the writer's
+// fields, mutating admission, the registry strategy, validating admission.
+func (c *Chain) create(ctx context.Context, w writeRequest, cd codec, strategy builtin.Strategy) (*unstructured.Unstructured, error) {
+	options := &metav1.CreateOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "CreateOptions"}, DryRun: w.dryRunOption(), FieldManager: w.fieldManager}
+	obj, err := c.decodeBody(ctx, w, cd, strategy, nil)
+	if err != nil {
+		return nil, err
 	}
 	accessor, err := meta.Accessor(obj)
 	if err != nil {
-		return fail(apierrors.NewBadRequest(err.Error()))
+		return nil, apierrors.NewBadRequest(err.Error())
 	}
-	if w.op == k8sadmission.Create {
-		rest.WipeObjectMetaSystemFields(accessor)
-	}
+	rest.WipeObjectMetaSystemFields(accessor)
 	if !w.apply {
-		// The handlers record the writer's fields before mutating admission.
-		if obj, err = c.trackFields(w, strategy, obj, old); err != nil {
-			return fail(err)
+		// The handler records the writer's fields before mutating admission.
+		if obj, err = c.trackFields(w, strategy, obj, nil); err != nil {
+			return nil, err
 		}
 	}
-	if err := rest.EnsureObjectNamespaceMatchesRequestNamespace(rest.ExpectedNamespaceForResource(w.namespace, w.resource.GVR), accessor); err != nil {
-		return fail(err)
+	if obj, err = c.mutate(ctx, w, obj, nil, options); err != nil {
+		return nil, err
 	}
+	// Admission may have replaced the object.
+	if accessor, err = meta.Accessor(obj); err != nil {
+		return nil, err
+	}
+	rest.FillObjectMetaSystemFields(accessor)
+	if accessor.GetGenerateName() != "" && accessor.GetName() == "" {
+		accessor.SetName(strategy.GenerateName(accessor.GetGenerateName()))
+	}
+	if c.isServices(w.resource) {
+		if _, err := c.services.BeginCreate(ctx, obj, options); err != nil {
+			return nil, err
+		}
+	}
+	if err := rest.BeforeCreate(strategy, ctx, obj); err != nil {
+		return nil, err
+	}
+	if err := c.validate(ctx, w, obj, nil, accessor.GetName(), options); err != nil {
+		return nil, err
+	}
+	stored, err := c.store(w, cd, obj)
+	if err != nil {
+		return nil, err
+	}
+	// Storage assigns a resourceVersion; a dry run answers with none.
+	stored.SetResourceVersion("")
+	return stored, nil
+}
 
+// update follows the server's update handler
+// (k8s.io/apiserver/pkg/endpoints/handlers/update.go) and the generic
+// registry store's Update: the stored object is the old one, the write's
+// fields update its managedFields, and the store checks the
+// resourceVersion after mutating admission.
+func (c *Chain) update(ctx context.Context, w writeRequest, cd codec, strategy builtin.Strategy) (*unstructured.Unstructured, error) {
+	options := &metav1.UpdateOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "UpdateOptions"}, DryRun: w.dryRunOption(), FieldManager: w.fieldManager}
+	old, err := cd.decode(ctx, w.existing, metav1.FieldValidationIgnore)
+	if err != nil {
+		return nil, fmt.Errorf("decoding the existing object: %w", err)
+	}
+	obj, err := c.decodeBody(ctx, w, cd, strategy, old)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := meta.Accessor(obj); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if !w.apply {
+		if obj, err = c.trackFields(w, strategy, obj, old); err != nil {
+			return nil, err
+		}
+	}
+	if obj, err = c.mutate(ctx, w, obj, old, options); err != nil {
+		return nil, err
+	}
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkResourceVersion(w.resource, accessor, old); err != nil {
+		return nil, err
+	}
+	if c.isServices(w.resource) {
+		if _, err := c.services.BeginUpdate(ctx, obj, old, options); err != nil {
+			return nil, err
+		}
+	}
+	if err := rest.BeforeUpdate(strategy, ctx, obj, old); err != nil {
+		return nil, err
+	}
+	if err := c.validate(ctx, w, obj, old, accessor.GetName(), options); err != nil {
+		return nil, err
+	}
+	return c.store(w, cd, obj)
+}
+
+// dryRunOption is the request's dryRun parameter.
+func (w writeRequest) dryRunOption() []string {
+	if w.dryRun {
+		return []string{metav1.DryRunAll}
+	}
+	return nil
+}
+
+// decodeBody turns the body of the write into the object admission sees:
+// decoded with defaults, or for a server-side apply merged into old (nil
+// for a create).
+func (c *Chain) decodeBody(ctx context.Context, w writeRequest, cd codec, strategy builtin.Strategy, old runtime.Object) (runtime.Object, error) {
+	if w.apply {
+		return c.applyPatch(w, strategy, old)
+	}
+	return cd.decode(ctx, w.in, w.fieldValidation)
+}
+
+// mutate runs mutating admission on obj in the object's namespace and
+// returns the object admission leaves (it may replace it).
+func (c *Chain) mutate(ctx context.Context, w writeRequest, obj, old runtime.Object, options runtime.Object) (runtime.Object, error) {
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	if err := rest.EnsureObjectNamespaceMatchesRequestNamespace(rest.ExpectedNamespaceForResource(w.namespace, w.resource.GVR), accessor); err != nil {
+		return nil, err
+	}
 	attrs := k8sadmission.NewAttributesRecord(obj, old, w.resource.GVK(), w.namespace, w.in.GetName(),
 		w.resource.GVR, "", w.op, options, w.dryRun, w.userInfo)
 	if err := c.admit.(k8sadmission.MutationInterface).Admit(ctx, attrs, c.objects); err != nil {
-		return fail(err)
+		return nil, err
 	}
-	obj = attrs.GetObject()
-	for _, st := range w.rec.steps {
-		if st.plugin == "MutatingAdmissionPolicy" {
-			w.rec.mutatingPolicies = c.mutatingPolicies.candidates(attrs, c.objects)
-			break
-		}
-	}
+	c.recordPolicyCandidates(w.rec, attrs)
+	return attrs.GetObject(), nil
+}
 
-	// Admission may have replaced the object.
-	if accessor, err = meta.Accessor(obj); err != nil {
-		return fail(err)
-	}
-	if w.op == k8sadmission.Create {
-		rest.FillObjectMetaSystemFields(accessor)
-		if accessor.GetGenerateName() != "" && accessor.GetName() == "" {
-			accessor.SetName(strategy.GenerateName(accessor.GetGenerateName()))
-		}
-		if c.isServices(w.resource) {
-			if _, err := c.services.BeginCreate(ctx, obj, options.(*metav1.CreateOptions)); err != nil {
-				return fail(err)
-			}
-		}
-		if err := rest.BeforeCreate(strategy, ctx, obj); err != nil {
-			return fail(err)
-		}
-	} else {
-		// The store checks the resourceVersion after mutating admission.
-		if err := checkResourceVersion(w.resource, accessor, old); err != nil {
-			return fail(err)
-		}
-		if c.isServices(w.resource) {
-			if _, err := c.services.BeginUpdate(ctx, obj, old, options.(*metav1.UpdateOptions)); err != nil {
-				return fail(err)
-			}
-		}
-		if err := rest.BeforeUpdate(strategy, ctx, obj, old); err != nil {
-			return fail(err)
-		}
-	}
-
-	final := k8sadmission.NewAttributesRecord(obj.DeepCopyObject(), old, w.resource.GVK(), w.namespace, accessor.GetName(),
+// validate runs validating admission on a copy of the final object, as the
+// store does.
+func (c *Chain) validate(ctx context.Context, w writeRequest, obj, old runtime.Object, name string, options runtime.Object) error {
+	final := k8sadmission.NewAttributesRecord(obj.DeepCopyObject(), old, w.resource.GVK(), w.namespace, name,
 		w.resource.GVR, "", w.op, options, w.dryRun, w.userInfo)
-	if err := c.admit.(k8sadmission.ValidationInterface).Validate(ctx, final, c.objects); err != nil {
-		return fail(err)
-	}
+	return c.admit.(k8sadmission.ValidationInterface).Validate(ctx, final, c.objects)
+}
+
+// store returns the object as the store answers with it.
+func (c *Chain) store(w writeRequest, cd codec, obj runtime.Object) (*unstructured.Unstructured, error) {
 	if c.isServices(w.resource) && c.services.Decorator != nil {
 		// The store decorates what it returns (defaulting on read).
 		c.services.Decorator(obj)
 	}
-	stored, err := codec.encode(obj, w.resource.GVK())
-	if err != nil {
-		return fail(err)
-	}
-	if w.op == k8sadmission.Create {
-		// Storage assigns a resourceVersion; a dry run answers with none.
-		stored.SetResourceVersion("")
-	}
-	return stored, nil
+	return cd.encode(obj, w.resource.GVK())
 }
 
 func (c *Chain) isServices(r *schema.Resource) bool {

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/drift/ignore"
 	"github.com/truce-dev/truce/fix/yamledit"
 	"github.com/truce-dev/truce/gitops"
@@ -72,27 +73,31 @@ func describeValues(fields []string, values map[string]any) string {
 	return strings.Join(lines, "; ")
 }
 
-// policyStep parses "MutatingAdmissionPolicy/NAME (binding BINDING)".
-var policyStep = regexp.MustCompile(`^MutatingAdmissionPolicy/([^ ]+) \(binding ([^)]+)\)$`)
+// policyStep returns the MutatingAdmissionPolicy binding named by the text
+// of an admission step, if it names one.
+func policyStep(text string) (admission.Step, bool) {
+	step, ok := admission.ParseStep(text)
+	return step, ok && step.Kind == admission.PolicyStep && step.Binding != ""
+}
 
 // validatingPolicy replaces the mutating binding with a validating policy
 // in Warn that checks the value the mutation set.
 func (e *editor) validatingPolicy(p Problem, fields []string, values map[string]any) (*Candidate, error) {
-	step := ""
+	text := ""
 	if p.Object.Loop != nil {
-		step = p.Object.Loop.Other
+		text = p.Object.Loop.Other
 	} else if p.Object.Drift != nil {
 		for _, f := range p.Object.Drift.Fields {
-			if policyStep.MatchString(f.Origin) {
-				step = f.Origin
+			if _, ok := policyStep(f.Origin); ok {
+				text = f.Origin
 			}
 		}
 	}
-	m := policyStep.FindStringSubmatch(step)
-	if m == nil {
-		return nil, fmt.Errorf("the mutation is not made by a MutatingAdmissionPolicy truce can read (%q)", step)
+	step, ok := policyStep(text)
+	if !ok {
+		return nil, fmt.Errorf("the mutation is not made by a MutatingAdmissionPolicy truce can read (%q)", text)
 	}
-	policyName, bindingName := m[1], m[2]
+	policyName, bindingName := step.Name, step.Binding
 	var policy, binding *admissionObject
 	for i := range p.Admission {
 		o := p.Admission[i]

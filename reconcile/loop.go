@@ -197,11 +197,12 @@ func (r *Reconciler) replay(ctx context.Context, live, payload *unstructured.Uns
 }
 
 // changers names the admission steps that changed ptr (or a field above
-// or below it), defaulting and the registry's own left out.
+// or below it). Changes are admission's only: the object that enters
+// admission is already defaulted.
 func (rp *replay) changers(ptr string) []string {
 	var names []string
 	for _, ch := range rp.changes {
-		if (under(ptr, ch.Path) || under(ch.Path, ptr)) && !strings.HasPrefix(ch.By, "defaulting") && ch.By != "registry" {
+		if under(ptr, ch.Path) || under(ch.Path, ptr) {
 			if !contains(names, ch.By) {
 				names = append(names, ch.By)
 			}

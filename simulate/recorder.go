@@ -145,10 +145,8 @@ func admissionSteps(res *admission.Result) []StepChange {
 	var out []StepChange
 	index := map[string]int{}
 	for _, c := range res.Changes {
-		if c.By == "defaulting" || c.By == "registry" {
-			// The API's own defaults, not a writer anyone fights.
-			continue
-		}
+		// Changes are admission's only: the object that enters admission
+		// is already defaulted.
 		i, ok := index[c.By]
 		if !ok {
 			i = len(out)

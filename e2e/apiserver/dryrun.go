@@ -82,6 +82,7 @@ type DryRunOption func(*dryRunOptions)
 
 type dryRunOptions struct {
 	fieldValidation string
+	fieldManager    string
 }
 
 // WithFieldValidation sets the request's fieldValidation parameter
@@ -89,6 +90,13 @@ type dryRunOptions struct {
 // default, Warn; kubectl (and truce) default to Strict.
 func WithFieldValidation(v string) DryRunOption {
 	return func(o *dryRunOptions) { o.fieldValidation = v }
+}
+
+// WithFieldManager sets the request's fieldManager, the writer's name in
+// managedFields. Without it the server takes the client's user agent
+// ("truce-e2e").
+func WithFieldManager(m string) DryRunOption {
+	return func(o *dryRunOptions) { o.fieldManager = m }
 }
 
 // DryRunCreate sends obj as a server-side dry-run create (dryRun=All), as
@@ -168,9 +176,9 @@ func (s *Server) dryRunOnce(ctx context.Context, op Operation, obj *unstructured
 	var out *unstructured.Unstructured
 	switch op {
 	case Create:
-		out, err = ri.Create(rctx, obj, metav1.CreateOptions{DryRun: dryRun, FieldValidation: o.fieldValidation})
+		out, err = ri.Create(rctx, obj, metav1.CreateOptions{DryRun: dryRun, FieldValidation: o.fieldValidation, FieldManager: o.fieldManager})
 	case Update:
-		out, err = ri.Update(rctx, obj, metav1.UpdateOptions{DryRun: dryRun, FieldValidation: o.fieldValidation})
+		out, err = ri.Update(rctx, obj, metav1.UpdateOptions{DryRun: dryRun, FieldValidation: o.fieldValidation, FieldManager: o.fieldManager})
 	default:
 		return nil, fmt.Errorf("unsupported operation %q", op)
 	}

@@ -120,20 +120,36 @@ func (s *Server) Apply(ctx context.Context, objs ...*unstructured.Unstructured) 
 	return nil
 }
 
+// The field managers of Apply's writes: what kubectl create -f and kubectl
+// replace -f send. truce admit takes an object of -c without managedFields
+// to have been created by kubectl create, and sends the same by default.
+const (
+	CreateFieldManager  = "kubectl-create"
+	ReplaceFieldManager = "kubectl-replace"
+)
+
 // upsert creates obj or, if it exists, updates it to obj (with the live
 // resourceVersion). With track set, it records what it did for Cleanup.
+// An object that carries managedFields is stored with exactly those.
 func (s *Server) upsert(ctx context.Context, obj *unstructured.Unstructured, track bool) (*unstructured.Unstructured, error) {
 	obj = obj.DeepCopy()
 	ri, ref, err := s.resourceInterface(ctx, s.dynamic, obj)
 	if err != nil {
 		return nil, err
 	}
-	out, err := ri.Create(ctx, obj, metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict})
+	out, err := ri.Create(ctx, obj, metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict, FieldManager: CreateFieldManager})
 	if err == nil {
 		if track {
 			s.mu.Lock()
 			s.created = append(s.created, ref)
 			s.mu.Unlock()
+		}
+		if given := obj.GetManagedFields(); len(given) > 0 {
+			// The create added its own entry to the given ones. The server
+			// takes the managedFields of a write as the stored entries, and
+			// a PUT that changes nothing else adds none.
+			out.SetManagedFields(given)
+			return ri.Update(ctx, out, metav1.UpdateOptions{FieldValidation: metav1.FieldValidationStrict, FieldManager: ReplaceFieldManager})
 		}
 		return out, nil
 	}
@@ -152,7 +168,7 @@ func (s *Server) upsert(ctx context.Context, obj *unstructured.Unstructured, tra
 		s.mu.Unlock()
 	}
 	obj.SetResourceVersion(live.GetResourceVersion())
-	return ri.Update(ctx, obj, metav1.UpdateOptions{FieldValidation: metav1.FieldValidationStrict})
+	return ri.Update(ctx, obj, metav1.UpdateOptions{FieldValidation: metav1.FieldValidationStrict, FieldManager: ReplaceFieldManager})
 }
 
 func (s *Server) createdLocked(ref objectRef) bool {

@@ -146,6 +146,34 @@ func TestCompare(t *testing.T) {
 	}
 }
 
+func TestCompareManagedFields(t *testing.T) {
+	entry := func(manager, time string, fields map[string]any) map[string]any {
+		return map[string]any{"manager": manager, "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1", "time": time, "fieldsV1": fields}
+	}
+	labels := map[string]any{"f:metadata": map[string]any{"f:labels": map[string]any{"f:app": map[string]any{}}}}
+	data := map[string]any{"f:data": map[string]any{"f:key": map[string]any{}}}
+	result := func(entries ...any) Result {
+		return Result{Operation: "UPDATE", Allowed: true, Object: map[string]any{
+			"metadata": map[string]any{"name": "x", "managedFields": entries},
+		}}
+	}
+	server := result(entry("kubectl-create", "2026-01-01T00:00:00Z", labels), entry("kubectl-replace", "2026-01-01T00:00:05Z", data))
+	for _, tc := range []struct {
+		name  string
+		truce Result
+		diffs int
+	}{
+		{"other times, other order", result(entry("kubectl-replace", "2026-02-01T00:00:00Z", data), entry("kubectl-create", "2026-02-01T00:00:00Z", labels)), 0},
+		{"other manager", result(entry("kubectl-create", "", labels), entry("truce", "", data)), 1},
+		{"other fields", result(entry("kubectl-create", "", labels), entry("kubectl-replace", "", labels)), 1},
+		{"no managedFields", Result{Operation: "UPDATE", Allowed: true, Object: map[string]any{"metadata": map[string]any{"name": "x"}}}, 1},
+	} {
+		if d := Compare(server, tc.truce, CompareOptions{}); len(d) != tc.diffs {
+			t.Errorf("%s: %d differences, want %d: %v", tc.name, len(d), tc.diffs, d)
+		}
+	}
+}
+
 func TestCheckExpect(t *testing.T) {
 	f := false
 	r := Result{

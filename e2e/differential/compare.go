@@ -11,10 +11,15 @@ import (
 )
 
 // IgnoredMetadata are the metadata fields left out of object comparison:
-// they are assigned by storage (uid, resourceVersion, creationTimestamp,
-// generation) or describe the client (managedFields), and truce cannot and
-// need not predict them.
-var IgnoredMetadata = []string{"uid", "resourceVersion", "creationTimestamp", "generation", "managedFields"}
+// storage assigns them (uid, resourceVersion, creationTimestamp,
+// generation), and truce cannot and need not predict them.
+var IgnoredMetadata = []string{"uid", "resourceVersion", "creationTimestamp", "generation"}
+
+// managedFields are compared but for their times, which the server sets to
+// the second of each write, and in an order that does not depend on them:
+// the server sorts entries by operation, time, then manager, and the
+// entries of -c objects are recorded at a later second by truce than by the
+// server.
 
 // IgnoredAuditAnnotationPrefixes are left out of audit annotation comparison:
 // the authorizer's verdict (truce does not authorize) and the server's
@@ -65,7 +70,7 @@ func auditLevelAtLeastRequest(level string) bool {
 //     and webhooks in an unspecified order, so the order of their
 //     warnings is not something truce can match;
 //   - when both allowed: the stored objects must be equal but for
-//     IgnoredMetadata;
+//     IgnoredMetadata and the times of managedFields;
 //   - with opts.AuditAnnotations: the audit annotations but for
 //     IgnoredAuditAnnotationPrefixes.
 func Compare(server, truce Result, opts CompareOptions) []string {
@@ -140,8 +145,34 @@ func NormalizeObject(obj map[string]any) any {
 		for _, f := range IgnoredMetadata {
 			delete(md, f)
 		}
+		if entries, ok := md["managedFields"].([]any); ok {
+			md["managedFields"] = normalizeManagedFields(entries)
+		}
 	}
 	return m
+}
+
+// normalizeManagedFields drops the entries' times and sorts them by
+// manager, operation, subresource and apiVersion.
+func normalizeManagedFields(entries []any) []any {
+	out := make([]any, 0, len(entries))
+	for _, e := range entries {
+		if m, ok := e.(map[string]any); ok {
+			delete(m, "time")
+		}
+		out = append(out, e)
+	}
+	key := func(e any) string {
+		m, _ := e.(map[string]any)
+		var parts []string
+		for _, f := range []string{"manager", "operation", "subresource", "apiVersion"} {
+			v, _ := m[f].(string)
+			parts = append(parts, v)
+		}
+		return strings.Join(parts, "\x00")
+	}
+	sort.SliceStable(out, func(i, j int) bool { return key(out[i]) < key(out[j]) })
+	return out
 }
 
 // FilterAuditAnnotations drops IgnoredAuditAnnotationPrefixes; an empty

@@ -296,11 +296,15 @@ func serverDryRun(ctx context.Context, t *testing.T, srv *apiserver.Server, c *C
 			t.Logf("note: RBAC does not allow %s to %s the write; the server will answer Forbidden", c.Spec.User, verb)
 		}
 	}
+	// The write is what kubectl create or kubectl replace sends, with
+	// their field managers: truce admit's defaults.
 	var res *apiserver.DryRunResult
 	if op == apiserver.Update {
-		res, err = srv.DryRunUpdate(ctx, c.Write.Object, c.Spec.User, c.Spec.Groups, apiserver.WithFieldValidation(c.Spec.FieldValidation))
+		res, err = srv.DryRunUpdate(ctx, c.Write.Object, c.Spec.User, c.Spec.Groups,
+			apiserver.WithFieldValidation(c.Spec.FieldValidation), apiserver.WithFieldManager(apiserver.ReplaceFieldManager))
 	} else {
-		res, err = srv.DryRunCreate(ctx, c.Write.Object, c.Spec.User, c.Spec.Groups, apiserver.WithFieldValidation(c.Spec.FieldValidation))
+		res, err = srv.DryRunCreate(ctx, c.Write.Object, c.Spec.User, c.Spec.Groups,
+			apiserver.WithFieldValidation(c.Spec.FieldValidation), apiserver.WithFieldManager(apiserver.CreateFieldManager))
 	}
 	if err != nil {
 		t.Fatalf("server dry-run: %v", err)
@@ -321,7 +325,7 @@ func runTruce(ctx context.Context, bin string, c *Case) (res Result, stdout, std
 	if c.HasCluster() {
 		args = append(args, "-c", ClusterFile)
 	}
-	args = append(args, "-f", WriteFile, "-o", "json",
+	args = append(args, "-f", WriteFile, "-o", "json", "--show-managed-fields",
 		"--disable-admission-plugins="+strings.Join(c.DisabledPlugins(), ","),
 		"--field-validation="+c.Spec.FieldValidation,
 		// StartTestServer's --service-cluster-ip-range.

@@ -19,6 +19,11 @@
 //	/warn/W1/W2...                 allow with warnings W1, W2, ...
 //	/audit/K1/V1/K2/V2...          allow with auditAnnotations K1=V1, ...
 //	/sleep/SECONDS                 sleep, then allow (for timeoutSeconds)
+//	/label-managers/LABEL          JSONPatch: set label LABEL to the managers of the object's
+//	                               metadata.managedFields, sorted and joined by "."; "none" without
+//	/require-manager/NAME          deny (403) unless metadata.managedFields has an entry of manager NAME
+//	/remove/SEG...                 JSONPatch: remove the field at /SEG/... (if it is there)
+//	/set/JSON/SEG...               JSONPatch: add the JSON value at /SEG/... (its parent must exist)
 //	/malformed                     200 with a body that is not JSON
 //	/error500                      HTTP 500
 package webhookserver
@@ -32,6 +37,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -260,6 +267,45 @@ func respond(r *http.Request, segs []string, req *admissionv1.AdmissionRequest) 
 			allow.AuditAnnotations[args[i]] = args[i+1]
 		}
 		return allow, nil
+	case "label-managers":
+		if err := need(1); err != nil {
+			return nil, err
+		}
+		managers := managersOf(obj)
+		value := "none"
+		if len(managers) > 0 {
+			value = strings.Join(managers, ".")
+		}
+		return withPatch(allow, setMetaPatch(obj, "labels", args[0], value))
+	case "require-manager":
+		if err := need(1); err != nil {
+			return nil, err
+		}
+		if slices.Contains(managersOf(obj), args[0]) {
+			return allow, nil
+		}
+		return &admissionv1.AdmissionResponse{
+			Allowed: false,
+			Result: &metav1.Status{Code: http.StatusForbidden, Message: fmt.Sprintf("no managedFields entry of %s (managers: %s)",
+				args[0], strings.Join(managersOf(obj), ", "))},
+		}, nil
+	case "remove":
+		if err := need(1); err != nil {
+			return nil, err
+		}
+		if !has(obj, args) {
+			return allow, nil
+		}
+		return withPatch(allow, []map[string]any{{"op": "remove", "path": pointer(args)}})
+	case "set":
+		if err := need(2); err != nil {
+			return nil, err
+		}
+		var value any
+		if err := json.Unmarshal([]byte(args[0]), &value); err != nil {
+			return nil, fmt.Errorf("set: value %q is not JSON: %w", args[0], err)
+		}
+		return withPatch(allow, []map[string]any{{"op": "add", "path": pointer(args[1:]), "value": value}})
 	case "sleep":
 		if err := need(1); err != nil {
 			return nil, err
@@ -275,6 +321,35 @@ func respond(r *http.Request, segs []string, req *admissionv1.AdmissionRequest) 
 		return allow, nil
 	}
 	return nil, fmt.Errorf("unknown behaviour %q", segs[0])
+}
+
+// managersOf returns the distinct managers of obj's managedFields, sorted.
+func managersOf(obj map[string]any) []string {
+	entries, _ := nested(obj, "metadata")["managedFields"].([]any)
+	var out []string
+	for _, e := range entries {
+		if m, ok := e.(map[string]any)["manager"].(string); ok && !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// has reports whether obj has a field at path.
+func has(obj map[string]any, path []string) bool {
+	parent := nested(obj, path[:len(path)-1]...)
+	_, ok := parent[path[len(path)-1]]
+	return ok
+}
+
+// pointer is the JSON pointer of path.
+func pointer(path []string) string {
+	var b strings.Builder
+	for _, p := range path {
+		b.WriteString("/" + escapePointer(p))
+	}
+	return b.String()
 }
 
 func nested(obj map[string]any, path ...string) map[string]any {

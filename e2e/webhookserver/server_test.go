@@ -44,6 +44,8 @@ func TestBehaviours(t *testing.T) {
 		return resp.StatusCode, out.Response
 	}
 	pod := `{"metadata":{"name":"p","annotations":{"a":"1"}},"spec":{"containers":[{"name":"c","image":"nginx"}]}}`
+	managed := `{"metadata":{"name":"c","labels":{},"managedFields":[{"manager":"kubectl-replace"},{"manager":"kubectl-create"},{"manager":"kubectl-replace"}]}}`
+	widget := `{"metadata":{"name":"w"},"spec":{"size":3}}`
 	for _, tc := range []struct{ path, object, patch string }{
 		{"/add-label/team/x", pod, `[{"op":"add","path":"/metadata/labels","value":{"team":"x"}}]`},
 		{"/add-label/a~b/x", `{"metadata":{"labels":{}}}`, `[{"op":"add","path":"/metadata/labels/a~0b","value":"x"}]`},
@@ -51,6 +53,13 @@ func TestBehaviours(t *testing.T) {
 		{"/annotate-once/b/2", pod, `[{"op":"add","path":"/metadata/annotations/b","value":"2"}]`},
 		{"/replace-image/mirror.example.com/nginx:1", pod, `[{"op":"replace","path":"/spec/containers/0/image","value":"mirror.example.com/nginx:1"}]`},
 		{"/copy-label/team/seen", pod, ``},
+		{"/label-managers/m", pod, `[{"op":"add","path":"/metadata/labels","value":{"m":"none"}}]`},
+		{"/label-managers/m", managed, `[{"op":"add","path":"/metadata/labels/m","value":"kubectl-create.kubectl-replace"}]`},
+		{"/require-manager/kubectl-replace", managed, ``},
+		{"/remove/spec/size", widget, `[{"op":"remove","path":"/spec/size"}]`},
+		{"/remove/spec/absent", widget, ``},
+		{"/set/%22three%22/spec/size", widget, `[{"op":"add","path":"/spec/size","value":"three"}]`},
+		{"/set/%7B%22a%22:1%7D/spec/extra", widget, `[{"op":"add","path":"/spec/extra","value":{"a":1}}]`},
 	} {
 		code, resp := call(tc.path, tc.object)
 		if code != 200 || resp == nil || !resp.Allowed || string(resp.Patch) != tc.patch {
@@ -59,6 +68,10 @@ func TestBehaviours(t *testing.T) {
 	}
 	if _, resp := call("/deny/403/no%20way", pod); resp == nil || resp.Allowed || resp.Result.Code != 403 || resp.Result.Message != "no way" {
 		t.Errorf("deny: %+v", resp)
+	}
+	if _, resp := call("/require-manager/kubectl-replace", pod); resp == nil || resp.Allowed || resp.Result.Code != 403 ||
+		resp.Result.Message != "no managedFields entry of kubectl-replace (managers: )" {
+		t.Errorf("require-manager: %+v", resp)
 	}
 	if _, resp := call("/warn/w1/w2", pod); resp == nil || strings.Join(resp.Warnings, ",") != "w1,w2" {
 		t.Errorf("warn: %+v", resp)

@@ -22,6 +22,19 @@ type admitOptions struct {
 	kubeconfig      string
 	kubeContext     string
 	dryRun          string
+	// fieldManager names the writer in managedFields; empty is kubectl's
+	// default for the command that sends the write.
+	fieldManager      string
+	showManagedFields bool
+}
+
+// fieldManagerFor is the field manager of a write of op: --field-manager,
+// or what kubectl create (a CREATE) or kubectl replace (an UPDATE) sends.
+func (o *admitOptions) fieldManagerFor(op admission.Operation) string {
+	if o.fieldManager != "" {
+		return o.fieldManager
+	}
+	return admission.KubectlFieldManager(op)
 }
 
 func newAdmitCommand() *cobra.Command {
@@ -37,6 +50,13 @@ ValidatingAdmissionPolicies and validating webhooks. A write whose object exists
 in the cluster state is an UPDATE, otherwise a CREATE; admitted writes are added
 to the state, so later writes see them. Every write is a dry run: webhooks are
 told dryRun: true.
+
+managedFields are recorded for every write as the server records them: the
+stored entries updated for the writer (--field-manager; by default what kubectl
+sends: kubectl-create for a CREATE, kubectl-replace for an UPDATE). An object of
+-c without managedFields is taken to have been created with kubectl create;
+give its real entries (kubectl get -o yaml --show-managed-fields) to use them.
+-o yaml and -o json leave managedFields out unless --show-managed-fields.
 
 Exit status: 0 when every write is admitted, 1 when any is denied, 2 on error.`,
 		Example: `  # What does the API server store for this Deployment, given these policies?
@@ -62,6 +82,8 @@ Exit status: 0 when every write is admitted, 1 when any is denied, 2 on error.`,
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "with --dry-run=server: the cluster to ask")
 	f.StringVar(&o.kubeContext, "context", "", "with --dry-run=server: the kubeconfig context")
 	f.StringVar(&o.dryRun, "dry-run", "", "server: send the writes to the cluster of --kubeconfig as server-side dry runs instead of admitting them offline")
+	f.StringVar(&o.fieldManager, "field-manager", "", "the writer's name in managedFields (default: kubectl-create for a CREATE, kubectl-replace for an UPDATE, as kubectl create and kubectl replace send)")
+	f.BoolVar(&o.showManagedFields, "show-managed-fields", false, "keep managedFields in the objects printed by -o yaml and -o json")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
 }
@@ -105,6 +127,9 @@ func runAdmit(ctx context.Context, cmd *cobra.Command, o *admitOptions) error {
 	if err != nil {
 		return err
 	}
+	if !o.showManagedFields {
+		hideManagedFields(results)
+	}
 	if err := printResults(cmd.OutOrStdout(), o.output, results); err != nil {
 		return err
 	}
@@ -122,6 +147,8 @@ func admitOffline(ctx context.Context, o *admitOptions, writes []manifest.Object
 		return nil, err
 	}
 	opts.FieldValidation = o.fieldValidation
+	// Objects of -c are taken to have been created from their files.
+	opts.StateFieldManager = admission.KubectlCreate
 	chain, err := admission.NewChain(ctx, state, opts)
 	if err != nil {
 		return nil, admission.WithSource(err, clusterObjs)
@@ -130,8 +157,13 @@ func admitOffline(ctx context.Context, o *admitOptions, writes []manifest.Object
 
 	results := make([]*admission.Result, 0, len(writes))
 	for _, w := range writes {
+		op, err := chain.Operation(w.Object)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", w.Source, err)
+		}
 		res, err := chain.Admit(ctx, admission.Request{
 			Source: w.Source.String(), Object: w.Object, User: o.user, Groups: o.groups,
+			FieldManager: o.fieldManagerFor(op),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", w.Source, err)
@@ -151,8 +183,17 @@ func admitOffline(ctx context.Context, o *admitOptions, writes []manifest.Object
 	return results, nil
 }
 
-// withSource prefixes an error about a cluster object with the file and
-// line the object came from.
+// hideManagedFields drops managedFields from the stored objects, as kubectl
+// prints objects unless --show-managed-fields.
+func hideManagedFields(results []*admission.Result) {
+	for _, r := range results {
+		if md, ok := r.Object["metadata"].(map[string]any); ok {
+			delete(md, "managedFields")
+		}
+	}
+}
+
+// parseEndpoints reads --webhook-endpoint NAMESPACE/SERVICE=URL flags.
 func parseEndpoints(specs []string) (admission.WebhookEndpoints, error) {
 	out := admission.WebhookEndpoints{}
 	for _, s := range specs {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"reflect"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -119,5 +121,71 @@ func TestAdmitJSONContract(t *testing.T) {
 	}
 	if len(web.Changes) != 1 || web.Changes[0].Path != "/spec/template/spec/containers/0/image" {
 		t.Errorf("web changes: %+v", web.Changes)
+	}
+}
+
+func TestAdmitManagedFields(t *testing.T) {
+	// A CREATE, then an UPDATE of an object of -c.
+	base := []string{"admit", "-f", "testdata/managedfields/write.yaml", "-c", "testdata/managedfields/cluster.yaml"}
+	tests := []struct {
+		name string
+		args []string
+		// want lists the managers of each result's managedFields, sorted
+		// (the server orders entries by time); nil means the output has
+		// none.
+		want [][]string
+	}{
+		{"hidden unless asked", []string{"-o", "json"}, nil},
+		{"kubectl's managers by default", []string{"-o", "json", "--show-managed-fields"}, [][]string{{"kubectl-create"}, {"kubectl-create", "kubectl-replace"}}},
+		{"--field-manager", []string{"-o", "json", "--show-managed-fields", "--field-manager", "ci"}, [][]string{{"ci"}, {"ci", "kubectl-create"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := run(t, append(base, tt.args...)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			var doc struct {
+				Results []struct {
+					Operation string `json:"operation"`
+					Object    struct {
+						Metadata struct {
+							ManagedFields []struct {
+								Manager string `json:"manager"`
+							} `json:"managedFields"`
+						} `json:"metadata"`
+					} `json:"object"`
+				} `json:"results"`
+			}
+			if err := json.Unmarshal([]byte(out), &doc); err != nil {
+				t.Fatalf("decoding %s: %v", out, err)
+			}
+			if len(doc.Results) != 2 || doc.Results[0].Operation != "CREATE" || doc.Results[1].Operation != "UPDATE" {
+				t.Fatalf("want a CREATE and an UPDATE, got %+v", doc.Results)
+			}
+			var got [][]string
+			for _, r := range doc.Results {
+				var managers []string
+				for _, e := range r.Object.Metadata.ManagedFields {
+					managers = append(managers, e.Manager)
+				}
+				if managers != nil {
+					sort.Strings(managers)
+					got = append(got, managers)
+				}
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("managers %q, want %q", got, tt.want)
+			}
+		})
+	}
+	for _, show := range []bool{false, true} {
+		args := append(base, "-o", "yaml")
+		if show {
+			args = append(args, "--show-managed-fields")
+		}
+		if code, out, errOut := run(t, args...); code != 0 || strings.Contains(out, "managedFields") != show {
+			t.Errorf("-o yaml, --show-managed-fields=%v: exit %d, managedFields printed: %v\n%s", show, code, strings.Contains(out, "managedFields"), errOut)
+		}
 	}
 }

@@ -96,13 +96,13 @@ func admitLive(ctx context.Context, o *admitOptions, writes []manifest.Object) (
 		}
 		warnings.take()
 		if res.Operation == admission.Create {
-			out, err := ri.Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: o.fieldValidation})
+			out, err := ri.Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: o.fieldValidation, FieldManager: o.fieldManagerFor(res.Operation)})
 			err = fillLive(res, out, err)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", w.Source, err)
 			}
 		} else {
-			out, err := ri.Update(ctx, obj, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: o.fieldValidation})
+			out, err := ri.Update(ctx, obj, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: o.fieldValidation, FieldManager: o.fieldManagerFor(res.Operation)})
 			if err := fillLive(res, out, err); err != nil {
 				return nil, fmt.Errorf("%s: %w", w.Source, err)
 			}
