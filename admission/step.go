@@ -1,10 +1,7 @@
 package admission
 
 import (
-	"slices"
 	"strings"
-
-	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 )
 
 // StepKind says what kind of admission step changed a field.
@@ -59,49 +56,4 @@ func (s Step) String() string {
 		return policyPrefix + "/" + s.Name + " (binding " + s.Binding + ")"
 	}
 	return s.Name
-}
-
-// ParseStep reads back the text String gives a step, for consumers that
-// hold only that text (a loop's other writer, a drift field's origin). It
-// reports false for text that names no step, such as a field manager.
-func ParseStep(text string) (Step, bool) {
-	if name, ok := strings.CutPrefix(text, "webhook "); ok && name != "" {
-		return Step{Kind: WebhookStep, Name: name}, true
-	}
-	if list, ok := strings.CutPrefix(text, "one of "); ok {
-		var candidates []Step
-		for _, t := range strings.SplitAfter(list, "), ") {
-			c, ok := parsePolicyStep(strings.TrimSuffix(t, ", "))
-			if !ok || c.Name == "" {
-				return Step{}, false
-			}
-			candidates = append(candidates, c)
-		}
-		return Step{Kind: PolicyStep, Candidates: candidates}, true
-	}
-	if s, ok := parsePolicyStep(text); ok {
-		return s, true
-	}
-	if slices.Contains(kubeoptions.AllOrderedPlugins, text) {
-		return Step{Kind: PluginStep, Name: text}, true
-	}
-	return Step{}, false
-}
-
-// parsePolicyStep reads "MutatingAdmissionPolicy" or
-// "MutatingAdmissionPolicy/NAME (binding B)".
-func parsePolicyStep(text string) (Step, bool) {
-	if text == policyPrefix {
-		return Step{Kind: PolicyStep}, true
-	}
-	rest, ok := strings.CutPrefix(text, policyPrefix+"/")
-	if !ok {
-		return Step{}, false
-	}
-	name, binding, ok := strings.Cut(rest, " (binding ")
-	binding, closed := strings.CutSuffix(binding, ")")
-	if !ok || !closed || name == "" || binding == "" || strings.ContainsAny(name, " ()") || strings.ContainsAny(binding, " ()") {
-		return Step{}, false
-	}
-	return Step{Kind: PolicyStep, Name: name, Binding: binding}, true
 }

@@ -9,6 +9,8 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/truce-dev/truce/admission"
 )
 
 // Strategy computes drift for one desired object as one GitOps tool does.
@@ -111,6 +113,8 @@ type Field struct {
 	// managedFields ("manager kube-controller-manager (Update)") or an
 	// admission step ("MutatingAdmissionPolicy/mirror (binding mirror)").
 	Origin string `json:"origin,omitempty"`
+	// Steps are the admission steps of Origin as data (predicted drift).
+	Steps []admission.Step `json:"-"`
 	// IgnoredBy names the ignore rule that hides this difference.
 	IgnoredBy string `json:"ignoredBy,omitempty"`
 }

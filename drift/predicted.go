@@ -106,7 +106,7 @@ func (p *Predicted) Diff(ctx context.Context, desired *unstructured.Unstructured
 	// make the diff unreadable.
 	out.Live, _ = project(gitView(res.Object), out.Desired).(map[string]any)
 	for i := range out.Fields {
-		out.Fields[i].Origin = changeOrigin(res.Changes, out.Fields[i].Pointer)
+		out.Fields[i].Origin, out.Fields[i].Steps = changeOrigin(res.Changes, out.Fields[i].Pointer)
 	}
 	maskSecretFields(out)
 	maskSecrets(out.Desired, out.Live)
@@ -139,18 +139,20 @@ func setFieldsBetween(desired, live map[string]any) []Field {
 
 // changeOrigin names the admission steps that changed pointer, a parent or
 // a child of it.
-func changeOrigin(changes []admission.Change, pointer string) string {
+func changeOrigin(changes []admission.Change, pointer string) (string, []admission.Step) {
 	var by []string
+	var steps []admission.Step
 	seen := map[string]bool{}
 	for _, c := range changes {
 		if c.Path == pointer || strings.HasPrefix(pointer, c.Path+"/") || strings.HasPrefix(c.Path, pointer+"/") {
 			if !seen[c.By] {
 				seen[c.By] = true
 				by = append(by, c.By)
+				steps = append(steps, c.Step)
 			}
 		}
 	}
-	return strings.Join(by, ", ")
+	return strings.Join(by, ", "), steps
 }
 
 // project keeps of v what shape sets: map keys shape has, list items

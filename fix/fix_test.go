@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/cluster"
 	"github.com/truce-dev/truce/drift"
 	"github.com/truce-dev/truce/gitops"
@@ -103,7 +104,8 @@ func TestCandidatesForAnAdmissionLoop(t *testing.T) {
 	ref.Group, ref.Version, ref.Kind = "apps", "v1", "Deployment"
 	const ptr = "/spec/template/spec/containers/0/image"
 	o := &simulate.Object{Ref: ref, InGit: true, Verdict: simulate.Loop,
-		Loop: &simulate.LoopInfo{Fields: []string{ptr}, Other: "MutatingAdmissionPolicy/mirror (binding mirror)", OtherKind: "admission"},
+		Loop: &simulate.LoopInfo{Fields: []string{ptr}, Other: "MutatingAdmissionPolicy/mirror (binding mirror)", OtherKind: "admission",
+			OtherStep: &admission.Step{Kind: admission.PolicyStep, Name: "mirror", Binding: "mirror"}},
 		Drift: &drift.Object{Fields: []drift.Field{{Pointer: ptr, Desired: "nginx:1.27", Live: "registry.internal/nginx:1.27"}},
 			Desired: map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
 				"containers": []any{map[string]any{"name": "nginx", "image": "nginx:1.27"}}}}}}}}

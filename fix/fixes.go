@@ -73,29 +73,34 @@ func describeValues(fields []string, values map[string]any) string {
 	return strings.Join(lines, "; ")
 }
 
-// policyStep returns the MutatingAdmissionPolicy binding named by the text
-// of an admission step, if it names one.
-func policyStep(text string) (admission.Step, bool) {
-	step, ok := admission.ParseStep(text)
-	return step, ok && step.Kind == admission.PolicyStep && step.Binding != ""
+// policyStep returns the MutatingAdmissionPolicy binding a step names, if
+// it names one.
+func policyStep(step *admission.Step) (admission.Step, bool) {
+	if step == nil || step.Kind != admission.PolicyStep || step.Binding == "" {
+		return admission.Step{}, false
+	}
+	return *step, true
 }
 
 // validatingPolicy replaces the mutating binding with a validating policy
 // in Warn that checks the value the mutation set.
 func (e *editor) validatingPolicy(p Problem, fields []string, values map[string]any) (*Candidate, error) {
-	text := ""
+	var found *admission.Step
+	what := ""
 	if p.Object.Loop != nil {
-		text = p.Object.Loop.Other
+		found, what = p.Object.Loop.OtherStep, p.Object.Loop.Other
 	} else if p.Object.Drift != nil {
 		for _, f := range p.Object.Drift.Fields {
-			if _, ok := policyStep(f.Origin); ok {
-				text = f.Origin
+			for i := range f.Steps {
+				if _, ok := policyStep(&f.Steps[i]); ok {
+					found, what = &f.Steps[i], f.Origin
+				}
 			}
 		}
 	}
-	step, ok := policyStep(text)
+	step, ok := policyStep(found)
 	if !ok {
-		return nil, fmt.Errorf("the mutation is not made by a MutatingAdmissionPolicy truce can read (%q)", text)
+		return nil, fmt.Errorf("the mutation is not made by a MutatingAdmissionPolicy truce can read (%q)", what)
 	}
 	policyName, bindingName := step.Name, step.Binding
 	var policy, binding *admissionObject

@@ -151,7 +151,7 @@ func admissionSteps(res *admission.Result) []StepChange {
 		if !ok {
 			i = len(out)
 			index[c.By] = i
-			out = append(out, StepChange{By: c.By})
+			out = append(out, StepChange{By: c.By, Step: c.Step})
 		}
 		if !slices.Contains(out[i].Fields, c.Path) {
 			out[i].Fields = append(out[i].Fields, c.Path)

@@ -3,6 +3,7 @@ package simulate
 import (
 	"time"
 
+	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/cluster"
 	"github.com/truce-dev/truce/drift"
 	"github.com/truce-dev/truce/manifest"
@@ -101,6 +102,9 @@ type LoopInfo struct {
 	// request ("MutatingAdmissionPolicy/mirror (binding mirror)").
 	Tool  string `json:"tool"`
 	Other string `json:"other"`
+	// OtherStep is Other as data when the other writer is an admission
+	// step.
+	OtherStep *admission.Step `json:"-"`
 	// OtherKind is "admission" when the other writer changes the tool's
 	// request in flight, "controller" when it writes on its own.
 	OtherKind string `json:"otherKind"`
@@ -150,6 +154,8 @@ type Write struct {
 
 // StepChange is what one admission step changed in a request.
 type StepChange struct {
-	By     string   `json:"by"`
-	Fields []string `json:"fields"`
+	By string `json:"by"`
+	// Step is By as data, for fixes that edit the step's policy.
+	Step   admission.Step `json:"-"`
+	Fields []string       `json:"fields"`
 }

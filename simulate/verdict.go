@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/cluster"
 	"github.com/truce-dev/truce/drift"
 )
@@ -71,7 +72,7 @@ func classify(ctx context.Context, rec *recorder, tool Tool, desired []Desired, 
 		}
 		if pruned[ref] > 1 && creator != "" {
 			o.Verdict = Loop
-			o.Loop = loopOf(writes, tool, []string{"/"}, creator, "controller", res)
+			o.Loop = loopOf(writes, tool, []string{"/"}, creator, nil, "controller", res)
 			o.Reason = fmt.Sprintf("%s prunes it and %s creates it again, %d times in %s",
 				tool.Name(), creator, pruned[ref], res.Simulated.Round(time.Second))
 			o.Writes = extrapolate(o, writes, res)
@@ -117,9 +118,9 @@ func judge(o *Object, tool Tool, writes []Write, rejections map[cluster.Ref]stri
 	}
 	if len(corrective) >= 2 {
 		fields := loopFields(o, writes)
-		other, kind := otherWriter(fields, writes)
+		other, step, kind := otherWriter(fields, writes)
 		o.Verdict = Loop
-		o.Loop = loopOf(writes, tool, fields, other, kind, res)
+		o.Loop = loopOf(writes, tool, fields, other, step, kind, res)
 		o.Writes = extrapolate(o, writes, res)
 		what := "it"
 		if len(fields) > 0 {
@@ -243,7 +244,7 @@ func bookkeeping(p string) bool {
 // otherWriter finds who writes the loop's fields besides the tool: the last
 // other writer that changed one of them, else the admission step that
 // changed the tool's own request.
-func otherWriter(fields []string, writes []Write) (string, string) {
+func otherWriter(fields []string, writes []Write) (string, *admission.Step, string) {
 	for i := len(writes) - 1; i >= 0; i-- {
 		w := writes[i]
 		if w.ByTool || w.Error != "" {
@@ -251,7 +252,7 @@ func otherWriter(fields []string, writes []Write) (string, string) {
 		}
 		for _, f := range w.Fields {
 			if slices.Contains(fields, f.Pointer) {
-				return w.Writer, "controller"
+				return w.Writer, nil, "controller"
 			}
 		}
 	}
@@ -263,23 +264,23 @@ func otherWriter(fields []string, writes []Write) (string, string) {
 		for _, s := range w.Admission {
 			for _, f := range s.Fields {
 				if slices.Contains(fields, f) {
-					return s.By, "admission"
+					return s.By, &s.Step, "admission"
 				}
 			}
 		}
 	}
 	for i := len(writes) - 1; i >= 0; i-- {
 		if w := writes[i]; w.ByTool && len(w.Admission) > 0 {
-			return w.Admission[0].By, "admission"
+			return w.Admission[0].By, &w.Admission[0].Step, "admission"
 		}
 	}
-	return "the API server's admission chain (not observable on this cluster)", "admission"
+	return "the API server's admission chain (not observable on this cluster)", nil, "admission"
 }
 
 // loopOf measures a loop from the tool's corrective writes: the last gap
 // between two of them is the steady-state period.
-func loopOf(writes []Write, tool Tool, fields []string, other, kind string, res *Result) *LoopInfo {
-	l := &LoopInfo{Fields: fields, Tool: tool.Manager(), Other: other, OtherKind: kind}
+func loopOf(writes []Write, tool Tool, fields []string, other string, step *admission.Step, kind string, res *Result) *LoopInfo {
+	l := &LoopInfo{Fields: fields, Tool: tool.Manager(), Other: other, OtherStep: step, OtherKind: kind}
 	var times []time.Duration
 	for _, w := range writes {
 		if w.ByTool && w.Error == "" && (w.Verb == "delete" || !strings.Contains(w.Verb, "create")) {
