@@ -1,6 +1,7 @@
 // Package deploy holds the kustomize manifests that run `truce webhook
 // serve` in a cluster; this test builds them as `kubectl apply -k` would and
-// checks them against the seeds' production hardening and against
+// checks them against the usual production hardening for admission webhooks
+// (replicas spread over nodes, exclusions, short timeouts) and against
 // kube-apiserver's admission chain.
 package deploy
 

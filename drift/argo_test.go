@@ -77,7 +77,7 @@ func TestArgoLegacy(t *testing.T) {
 	}{
 		{name: "missing", want: Missing},
 		{name: "synced, no admission", synced: true, want: InSync},
-		// The seeds: a mutation of a field Git sets always shows.
+		// A mutation of a field Git sets always shows...
 		{name: "image mirrored", policies: mirror, synced: true, want: Drifted,
 			drifted: []string{"/spec/template/spec/containers/0/image"}},
 		// ...and an added label Git does not mention does not, in the

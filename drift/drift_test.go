@@ -56,7 +56,7 @@ spec:
         image: nginx:1.27
 `
 
-// mirror rewrites every image to the internal registry, the seeds' example.
+// mirror rewrites every image to the internal registry: the image-mirror loop.
 var mirror = []string{`
 apiVersion: admissionregistration.k8s.io/v1
 kind: MutatingAdmissionPolicy

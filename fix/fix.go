@@ -1,5 +1,5 @@
-// Package fix proposes fixes for objects that do not settle, in the seeds'
-// order of preference, as edits to the user's files:
+// Package fix proposes fixes for objects that do not settle, in order of
+// preference (the most durable first), as edits to the user's files:
 //
 //  1. put the mutation in Git (the stored value written into the manifest,
 //     or a kustomize patch);

@@ -287,8 +287,7 @@ func itemName(objs []*unstructured.Unstructured, path []string) (string, bool) {
 
 const (
 	whyUnescapedSlash = "In a JSON pointer \"/\" separates tokens, so /metadata/annotations/example.com/foo points at a key \"example.com\" " +
-		"holding a key \"foo\", which does not exist: the entry ignores nothing and the field keeps showing as drift (\"jsonPointers entry " +
-		"has no effect\" in the seeds)."
+		"holding a key \"foo\", which does not exist: the entry ignores nothing and the field keeps showing as drift."
 	fixUnescapedSlash = "Write \"/\" inside a key as \"~1\": %s (or as jqPathExpressions: %s)."
 )
 
@@ -320,7 +319,8 @@ func checkPointerUnescapedSlash(_ context.Context, in *Input) ([]Finding, error)
 const (
 	whyListIndex = "A pointer to a list item by position breaks as soon as the list changes order or an admission webhook injects an item " +
 		"in front (a sidecar at containers[0]): the entry then hides a different field, or nothing, and real drift of the item meant stays " +
-		"visible or gets hidden. The seeds: use jqPathExpressions for list items."
+		"visible or gets hidden. Argo CD's jqPathExpressions select a list item by its content " +
+		"(https://argo-cd.readthedocs.io/en/stable/user-guide/diffing/)."
 	fixListIndex = "Select the item by its name with jqPathExpressions instead: %s"
 )
 

@@ -1,8 +1,8 @@
-// Package lint finds the hazards of admission configurations and GitOps
-// settings that the seeds' "what breaks" table lists, before they break: a
-// fail-closed webhook that can block its own restart, webhooks on the
-// control plane's write path, timeouts the write path cannot afford,
-// policies that do nothing, Argo CD ignore rules that ignore nothing.
+// Package lint finds the known hazards of admission configurations and
+// GitOps settings before they break: a fail-closed webhook that can block
+// its own restart, webhooks on the control plane's write path, timeouts the
+// write path cannot afford, policies that do nothing, Argo CD ignore rules
+// that ignore nothing.
 //
 // Each Rule has a stable ID and a severity and reports Findings that say
 // where (file:line, or the live object), what, why and how to fix it.

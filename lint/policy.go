@@ -267,7 +267,7 @@ func describeParamRef(ref admissionregistrationv1.ParamRef) string {
 const (
 	whyNeverDenies = "validationActions decide what a failed validation does: Deny rejects, Warn returns a warning to the client, Audit " +
 		"records an audit annotation. A policy written to enforce (failurePolicy Fail, validations with messages) that is bound only with " +
-		"Warn or Audit never rejects anything: the \"ValidatingAdmissionPolicy has no effect\" case of the seeds."
+		"Warn or Audit never rejects anything: the policy has no effect."
 	fixNeverDenies = "Once the manifests comply, add Deny to validationActions ([Deny], or [Deny, Audit]); keep Warn/Audit only for a " +
 		"deliberate rollout, and then say so by setting the policy's failurePolicy to Ignore until it enforces."
 )

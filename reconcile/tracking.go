@@ -13,7 +13,8 @@ import (
 // object is truce's to prune only when the id names the object itself: a
 // copy another tool made (Kyverno generate with clone, a controller that
 // copies annotations) carries the id of its source and is left alone,
-// which label tracking cannot tell (the seeds' tracking-label problem).
+// which label tracking cannot tell (Argo CD's tracking-label problem: a
+// copy inherits app.kubernetes.io/instance and is pruned as the app's).
 const TrackingAnnotation = "truce.dev/tracking-id"
 
 // TrackingID is the id truce writes on ref for the sync namespace/name.

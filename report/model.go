@@ -51,8 +51,9 @@ type Object struct {
 	Desired string `json:"desired,omitempty"`
 	Live    string `json:"live,omitempty"`
 	// Fix is the narrowest fix that was verified to resolve the problem;
-	// Alternatives are the other candidates, verified or not, in the
-	// seeds' order of preference.
+	// Alternatives are the other candidates, verified or not, in order of
+	// preference (put the mutation in Git, switch mutate to validate,
+	// server-side diff, narrow ignore rules).
 	Fix          *Fix  `json:"fix,omitempty"`
 	Alternatives []Fix `json:"alternatives,omitempty"`
 	// Notes say why fixes were left out or could not be verified.

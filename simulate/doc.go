@@ -1,9 +1,9 @@
 // Package simulate runs a GitOps tool against a cluster for a stretch of
 // virtual time, with the admission chain in the write path and the other
-// controllers the seeds name (an HPA, cert-manager's cainjector, an
-// operator, Kyverno's background controller and generate rules) writing
-// beside it, and says per object whether the tool settles, stays
-// OutOfSync, loops, prunes, is rejected, or cannot be predicted.
+// controllers that commonly fight GitOps tools (an HPA, cert-manager's
+// cainjector, an operator, Kyverno's background controller and generate
+// rules) writing beside it, and says per object whether the tool settles,
+// stays OutOfSync, loops, prunes, is rejected, or cannot be predicted.
 //
 // Nothing is special-cased: the tool applies as it applies (Argo CD's
 // kubectl three-way merge or server-side apply, Flux's ssa.ResourceManager

@@ -42,7 +42,7 @@ func TestDiff(t *testing.T) {
 			live:   deployLive,
 		},
 		{
-			// Seed rule: a mutation of a field Git sets always shows.
+			// A mutation of a field Git sets always shows.
 			name:         "image rewritten by admission is drift, three-way",
 			orig:         deployConfig,
 			config:       deployConfig,
@@ -64,8 +64,8 @@ func TestDiff(t *testing.T) {
 			}},
 		},
 		{
-			// Seed rule: what Git does not mention does not show in the
-			// three-way diff.
+			// What Git does not mention does not show in the three-way
+			// diff.
 			name:   "label added by admission is not drift, three-way",
 			orig:   deployConfig,
 			config: deployConfig,
@@ -118,7 +118,7 @@ func TestDiff(t *testing.T) {
 			}},
 		},
 		{
-			// Seed rule: a list compared whole shows an added element.
+			// A list compared whole shows an added element.
 			name:   "custom resource: element added to a list Git sets is drift",
 			orig:   gwConfig,
 			config: gwConfig,
@@ -174,7 +174,7 @@ func TestDiff(t *testing.T) {
 			}},
 		},
 		{
-			// Seed rule: defaults are applied to both sides.
+			// Defaults are applied to both sides.
 			name:   "strategy defaulted by the API server is not drift, two-way",
 			config: deployConfig,
 			live:   deployLive,
@@ -228,7 +228,7 @@ func TestDiff(t *testing.T) {
 			live:   obj(t, statefulSetLiveYAML),
 		},
 		{
-			// Seed: Secret stringData vs data.
+			// Secret stringData compared with the stored data.
 			name:   "secret: stringData equals the stored data",
 			config: secretConfig,
 			live:   secretLive,

@@ -184,11 +184,11 @@ func TestServerSideDiff(t *testing.T) {
 	}{
 		{name: "in sync", predicted: live, live: live, opts: ignore},
 		{
-			// Seed: by default webhook changes are left out of the result.
+			// Argo CD's server-side diff leaves webhook changes out by default...
 			name: "label added by a webhook is ignored", predicted: labelled, live: live, opts: ignore,
 		},
 		{
-			// Seed: with IncludeMutationWebhook=true they are included.
+			// ...and includes them with IncludeMutationWebhook=true.
 			name: "label added by a webhook is included", predicted: labelled, live: live, opts: include,
 			wantModified: true,
 			wantFields: []FieldChange{{

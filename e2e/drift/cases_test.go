@@ -695,8 +695,8 @@ spec: {revisionHistoryLimit: 3}
 	{
 		// Argo CD's default sync (client-side apply) of what admission
 		// overrides: the legacy three-way diff shows the override of
-		// every field Git sets (the seeds' endless sync), the server-side
-		// diff none, with or without IncludeMutationWebhook.
+		// every field Git sets (the endless mutation/self-heal sync), the
+		// server-side diff none, with or without IncludeMutationWebhook.
 		name:    "mutating-admission-policy-argocd-sync",
 		prereqs: platformDefaults,
 		probe:   platformProbe,

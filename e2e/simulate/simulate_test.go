@@ -45,11 +45,10 @@ metadata:
 `, name, caseLabel, caseNS)
 }
 
-// mirrorDocs is the image-mirror MutatingAdmissionPolicy of the seeds
-// (simulate's unit tests), named after the case and bound to its namespace
-// only: it prefixes every container image of a Deployment with
-// registry.internal/. The case's window namespace carries the same label,
-// so the binding selects it too.
+// mirrorDocs is the image-mirror MutatingAdmissionPolicy of simulate's unit
+// tests, named after the case and bound to its namespace only: it prefixes
+// every container image of a Deployment with registry.internal/. The case's
+// window namespace carries the same label, so the binding selects it too.
 func mirrorDocs(ns string) string {
 	return fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
 kind: MutatingAdmissionPolicy

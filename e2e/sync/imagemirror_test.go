@@ -23,16 +23,17 @@ const (
 	imagePointer    = "/spec/template/spec/containers/0/image"
 )
 
-// imageMirror is the seeds' image-mirror policy installed for one case.
+// imageMirror is the image-mirror policy (the classic mutation/self-heal
+// loop) installed for one case.
 type imageMirror struct {
 	policy, binding string
 }
 
-// installImageMirror creates the seeds' MutatingAdmissionPolicy and its
-// binding, renamed after the case and with the binding scoped to the case's
-// namespace (the policy rewrites every Deployment it matches), waits until
-// a dry-run create in the namespace comes back mirrored, and deletes both
-// when the case ends.
+// installImageMirror creates the image-mirror MutatingAdmissionPolicy and
+// its binding, renamed after the case and with the binding scoped to the
+// case's namespace (the policy rewrites every Deployment it matches), waits
+// until a dry-run create in the namespace comes back mirrored, and deletes
+// both when the case ends.
 func (e *env) installImageMirror() imageMirror {
 	e.t.Helper()
 	objs := e.inNamespace(imageMirrorFile)

@@ -56,8 +56,8 @@ the admission chain in its write path.
 For every object it says Synced, OutOfSync (drift the tool does not correct),
 Loop (the field, the two writers, writes per hour at the tool's pace), Pruned,
 Rejected or Unpredictable, with the evidence: the rounds and who wrote what.
-For every problem it proposes fixes in the seeds' order of preference (put the
-mutation in Git, switch mutate to validate, Argo CD server-side diff with
+For every problem it proposes fixes in order of preference (put the mutation
+in Git, switch mutate to validate, Argo CD server-side diff with
 IncludeMutationWebhook, a narrow ignore rule), and verifies each by simulating
 again with the fix applied. 'truce fix' writes the chosen one.
 
@@ -67,7 +67,7 @@ with their defaults (Argo CD: automated sync, self-heal, prune; Flux: every
 
 Exit status: 0 everything settles, 1 something loops, is rejected, pruned or
 stays OutOfSync, 2 error.`,
-		Example: `  # The seeds' image-mirror loop, and its fix
+		Example: `  # The image-mirror loop (a policy rewrites the image Git sets), and its fix
   truce check examples/image-mirror
 
   # For CI: SARIF for code scanning, JUnit for the test view

@@ -37,15 +37,15 @@ func newLintCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "lint [PATH...] [--kubeconfig K [--context C]]",
 		Short: "Find the hazards of webhook configurations, admission policies and Argo CD settings before they break",
-		Long: `lint checks admission configuration and GitOps settings for what the seeds'
-"what breaks" table lists: fail-closed webhooks that can block their own restart
-or kube-system, webhooks on the control plane's Lease writes or on everything,
-rules kube-apiserver never calls, timeouts the write path cannot afford,
-sideEffects, implicit failurePolicy, objectSelector as an enforcement boundary,
-admission policies without bindings (or bindings without policies or params,
-or that never deny), and Argo CD ignore rules that ignore nothing, ignore
-differences that syncs still overwrite, and label tracking next to Kyverno
-generate.
+		Long: `lint checks admission configuration and GitOps settings for the known
+ways they break a cluster or a sync: fail-closed webhooks that can block their
+own restart or kube-system, webhooks on the control plane's Lease writes or on
+everything, rules kube-apiserver never calls, timeouts the write path cannot
+afford, sideEffects, implicit failurePolicy, objectSelector as an enforcement
+boundary, admission policies without bindings (or bindings without policies or
+params, or that never deny), and Argo CD ignore rules that ignore nothing,
+ignore differences that syncs still overwrite, and label tracking next to
+Kyverno generate.
 
 PATH is a file or directory of manifests (recursive; kustomizations are
 rendered; - for stdin). With --kubeconfig (or --context) the live cluster's

@@ -136,9 +136,10 @@ func TestLintStdin(t *testing.T) {
 }
 
 // TestLintTruceWebhookConfig: the configurations `truce webhook config`
-// generates follow the seeds' safe defaults, so lint has nothing to say
-// about them, even for a policy on every resource (the generator keeps
-// Leases out with a matchCondition, which lint evaluates as kube-apiserver).
+// generates follow Kubernetes' Admission Webhook Good Practices, so lint has
+// nothing to say about them, even for a policy on every resource (the
+// generator keeps Leases out with a matchCondition, which lint evaluates as
+// kube-apiserver).
 func TestLintTruceWebhookConfig(t *testing.T) {
 	everything := `
 apiVersion: admissionregistration.k8s.io/v1

@@ -1,6 +1,8 @@
 // Package configuration generates the MutatingWebhookConfiguration and
 // ValidatingWebhookConfiguration that register `truce webhook serve` with
-// the API server, with the safe defaults of the seeds' "what breaks" table:
+// the API server, with safe defaults that avoid the usual webhook outages
+// (Kubernetes' Admission Webhook Good Practices,
+// https://kubernetes.io/docs/concepts/cluster-administration/admission-webhooks-good-practices/):
 // fail open when mutating, fail closed when validating, a short timeout, no
 // side effects, and never the namespaces the webhook itself needs to
 // restart.

@@ -8,7 +8,9 @@ import (
 	"time"
 )
 
-// The seeds' rules come out of the simulation, not special cases.
+// The common mutation/GitOps scenarios (which mutations show as drift, the
+// tracking-label problem, Kyverno's mutate existing, a webhook truce cannot
+// call) come out of the simulation, not special cases.
 
 const labelPolicy = `apiVersion: admissionregistration.k8s.io/v1
 kind: MutatingAdmissionPolicy
@@ -83,7 +85,7 @@ spec:
   listeners: [http, https]
 `
 
-func TestSeedRules(t *testing.T) {
+func TestWhichMutationsShow(t *testing.T) {
 	argo := func(d []Desired) Tool { return &ArgoCD{App: "shop", Automated: true, SelfHeal: true, Desired: d} }
 	cases := []struct {
 		name    string
