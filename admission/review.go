@@ -116,11 +116,11 @@ func (c *Chain) review(ctx context.Context, r Review, mutate bool) (*ReviewResul
 	}
 	obj, err := c.decodeReviewObject(ctx, codec, resource, r.Object)
 	if err != nil {
-		return nil, fmt.Errorf("decoding object: %w", err)
+		return nil, &BadReviewError{fmt.Errorf("decoding object: %w", err)}
 	}
 	old, err := c.decodeReviewObject(ctx, codec, resource, r.OldObject)
 	if err != nil {
-		return nil, fmt.Errorf("decoding oldObject: %w", err)
+		return nil, &BadReviewError{fmt.Errorf("decoding oldObject: %w", err)}
 	}
 	options, err := reviewOptions(op, r.Options)
 	if err != nil {
@@ -319,3 +319,11 @@ func schemalessResource(r Review) *schema.Resource {
 	}
 	return &schema.Resource{GVR: r.Resource, Kind: r.Kind.Kind, Namespaced: r.Namespace != "", CRD: crd}
 }
+
+// BadReviewError is a review whose object or oldObject cannot be decoded
+// as the kind the request names: the sender's error (HTTP 400 from a
+// webhook), not the evaluation's.
+type BadReviewError struct{ Err error }
+
+func (e *BadReviewError) Error() string { return e.Err.Error() }
+func (e *BadReviewError) Unwrap() error { return e.Err }

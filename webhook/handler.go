@@ -265,7 +265,12 @@ func (h *Handler) serveReview(w http.ResponseWriter, r *http.Request, mutate boo
 	res, err := h.evaluate(ctx, set, req, mutate, func() { <-h.slots })
 	if err != nil {
 		code, reason := http.StatusInternalServerError, "evaluation"
-		if errors.Is(err, context.DeadlineExceeded) {
+		var bad *admission.BadReviewError
+		switch {
+		case errors.As(err, &bad):
+			// The sender's error: a 500 would page the webhook's owners.
+			code, reason = http.StatusBadRequest, "bad_request"
+		case errors.Is(err, context.DeadlineExceeded):
 			code, reason = http.StatusGatewayTimeout, "timeout"
 		}
 		h.log.Warn("request not evaluated", "webhook", name, "uid", review.Request.UID, "kind", req.Kind.String(),

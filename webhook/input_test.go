@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
@@ -75,11 +76,11 @@ func TestBadInput(t *testing.T) {
 		{name: "no kind", body: edit(func(m map[string]any) { delete(request(m), "kind") }), code: 400, want: "no kind"},
 		{name: "object of the wrong shape", body: edit(func(m map[string]any) {
 			request(m)["object"] = map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "spec": "a string"}
-		}), code: 500, want: "decoding object"},
+		}), code: 400, want: "decoding object"},
 		{name: "kind and object disagree", body: edit(func(m map[string]any) {
 			request(m)["kind"] = map[string]any{"group": "example.com", "version": "v1", "kind": "Widget"}
 			request(m)["resource"] = map[string]any{"group": "example.com", "version": "v1", "resource": "widgets"}
-		}), code: 500, want: "the request says example.com/v1, Kind=Widget"},
+		}), code: 400, want: "the request says example.com/v1, Kind=Widget"},
 		{name: "custom resource without its CRD", body: edit(func(m map[string]any) {
 			request(m)["kind"] = map[string]any{"group": "example.com", "version": "v1", "kind": "Widget"}
 			request(m)["resource"] = map[string]any{"group": "example.com", "version": "v1", "resource": "widgets"}
@@ -88,7 +89,8 @@ func TestBadInput(t *testing.T) {
 		{name: "built-in kind not served", body: edit(func(m map[string]any) {
 			request(m)["kind"] = map[string]any{"group": "apps", "version": "v1beta1", "kind": "Deployment"}
 		}), code: 500, want: "apps/v1beta1"},
-		{name: "object is an array", body: edit(func(m map[string]any) { request(m)["object"] = []any{1, 2} }), code: 500, want: "decoding object"},
+		{name: "object is an array", body: edit(func(m map[string]any) { request(m)["object"] = []any{1, 2} }), code: 400, want: "decoding object"},
+		{name: "kind is a bool", body: edit(func(m map[string]any) { request(m)["object"].(map[string]any)["kind"] = true }), code: 400, want: "decoding object"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			method := tc.method
@@ -100,6 +102,8 @@ func TestBadInput(t *testing.T) {
 				path = "/mutate"
 			}
 			for _, p := range []string{path, "/validate"} {
+				name := strings.TrimPrefix(p, "/")
+				evaluation := testutil.ToFloat64(h.metrics.errors.WithLabelValues(name, "evaluation"))
 				rec := httptest.NewRecorder()
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				h.ServeHTTP(rec, httptest.NewRequest(method, p, bytes.NewReader(tc.body)).WithContext(ctx))
@@ -109,6 +113,17 @@ func TestBadInput(t *testing.T) {
 				}
 				if !strings.Contains(rec.Body.String(), tc.want) {
 					t.Fatalf("%s: body %q does not say %q", p, rec.Body.String(), tc.want)
+				}
+				// Only the server's own failures count as evaluation errors
+				// (the 500s that page people); the sender's are bad requests.
+				counted := testutil.ToFloat64(h.metrics.errors.WithLabelValues(name, "evaluation")) - evaluation
+				if want := float64(0); tc.code == 500 {
+					want = 1
+					if counted != want {
+						t.Fatalf("%s: %v evaluation errors counted, want %v", p, counted, want)
+					}
+				} else if counted != want {
+					t.Fatalf("%s: HTTP %d counted as an evaluation error", p, tc.code)
 				}
 				if tc.code == 200 {
 					var out map[string]any
