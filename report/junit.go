@@ -179,7 +179,7 @@ func junitDetails(run *Run, o *Object) string {
 		}
 	}
 	if len(o.Timeline) > 0 {
-		fmt.Fprintf(&b, "\nTimeline (%s", plural(len(o.Timeline), "write"))
+		fmt.Fprintf(&b, "\nTimeline (%s", Plural(len(o.Timeline), "write"))
 		if run.Simulated > 0 && run.Simulated < run.Window {
 			fmt.Fprintf(&b, ", simulated over %s", clockDuration(run.Simulated))
 		}
@@ -247,8 +247,8 @@ func writeFixText(b *strings.Builder, label string, f *Fix) {
 	}
 }
 
-// plural says "1 write", "2 writes".
-func plural(n int, noun string) string {
+// Plural says "1 write", "2 writes".
+func Plural(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
 	}

@@ -127,3 +127,23 @@ func TestDiffPredictedNewNamespace(t *testing.T) {
 		})
 	}
 }
+
+// TestDiffPredictedWords: the predicted diff names its sides by what they
+// are (the object the offline chain would store, and Git) and counts in
+// English.
+func TestDiffPredictedWords(t *testing.T) {
+	out, errOut, code := runTruce(t, "diff", "../../examples/image-mirror/app", "-c", "../../examples/image-mirror/cluster", "--strategy", "predicted")
+	if code != exitFound {
+		t.Fatalf("exit %d, want %d: %s%s", code, exitFound, out, errOut)
+	}
+	for _, want := range []string{
+		"--- stored (predicted)\n", "+++ git\n",
+		"-      - image: registry.internal/nginx:1.27\n", "+      - image: nginx:1.27\n",
+		"[stored (predicted) value by MutatingAdmissionPolicy/image-mirror.example.com",
+		"predicted: 1 object, 0 in sync, 1 drifted,",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

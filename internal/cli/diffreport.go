@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/truce-dev/truce/drift"
+	treport "github.com/truce-dev/truce/report"
 )
 
 // diffReport is the output of truce diff.
@@ -88,7 +89,7 @@ func (r *diffReport) print(w io.Writer, format string, color bool) error {
 		for _, f := range o.Fields {
 			line := fmt.Sprintf("  %s: %s -> %s", f.Pointer, show(f.Live, f.LiveAbsent), show(f.Desired, f.DesiredAbsent))
 			if f.Origin != "" {
-				line += "  [live value by " + f.Origin + "]"
+				line += "  [" + sidesOf(o.Strategy).from + " value by " + f.Origin + "]"
 			}
 			if f.IgnoredBy != "" {
 				line += "  (ignored by " + f.IgnoredBy + ")"
@@ -96,9 +97,21 @@ func (r *diffReport) print(w io.Writer, format string, color bool) error {
 			fmt.Fprintln(w, line)
 		}
 	}
-	fmt.Fprintf(w, "%s: %d objects, %d in sync, %d drifted, %d to create, %d rejected, %d excluded\n",
-		r.Strategy, len(r.Objects), counts[drift.InSync], counts[drift.Drifted], counts[drift.Missing], counts[drift.Rejected], counts[drift.Excluded])
+	fmt.Fprintf(w, "%s: %s, %d in sync, %d drifted, %d to create, %d rejected, %d excluded\n",
+		r.Strategy, treport.Plural(len(r.Objects), "object"), counts[drift.InSync], counts[drift.Drifted], counts[drift.Missing], counts[drift.Rejected], counts[drift.Excluded])
 	return nil
+}
+
+// sides names the two sides of a diff by what they are: the predicted
+// strategy compares what the offline chain would store with Git; the
+// others compare the live object with what the tool would apply.
+type sides struct{ from, to string }
+
+func sidesOf(strategy string) sides {
+	if strategy == (&drift.Predicted{}).Name() {
+		return sides{from: "stored (predicted)", to: "git"}
+	}
+	return sides{from: "live", to: "desired (" + strategy + ")"}
 }
 
 // writeUnified prints a unified diff from live to desired: what applying
@@ -117,7 +130,7 @@ func writeUnified(w io.Writer, o *drift.Object, paint func(code, s string) strin
 	}
 	text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
 		A: difflib.SplitLines(string(from)), B: difflib.SplitLines(string(to)),
-		FromFile: "live", ToFile: "desired (" + o.Strategy + ")", Context: 3,
+		FromFile: sidesOf(o.Strategy).from, ToFile: sidesOf(o.Strategy).to, Context: 3,
 	})
 	if err != nil {
 		return err
