@@ -263,3 +263,24 @@ func TestSavedContestOnAPersonIsLifted(t *testing.T) {
 		t.Fatalf("after naming the manager a person's: writes %d contested %+v", res.Writes, res.Contested)
 	}
 }
+
+// TestObjectErrorsOncePerCause: an error many objects share is stated
+// once, with the count and the first object; others keep "REF: ERROR".
+func TestObjectErrorsOncePerCause(t *testing.T) {
+	ref := func(name string) cluster.Ref { return cluster.Ref{GroupVersionKind: cmGVK, Namespace: "shop", Name: name} }
+	const down = "not applied: namespaces and CRDs failed first"
+	got := objectErrors([]ObjectResult{
+		{Ref: ref("ns"), Action: Failed, Error: "connection refused"},
+		{Ref: ref("a"), Action: Skipped, Error: down},
+		{Ref: ref("ok"), Action: Configured},
+		{Ref: ref("b"), Action: Skipped, Error: down},
+		{Ref: ref("c"), Action: Skipped, Error: down},
+	})
+	want := []string{
+		"ConfigMap/shop/ns: connection refused",
+		down + " (3 objects, first ConfigMap/shop/a)",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -220,10 +220,8 @@ func (r *Reconciler) reconcile(ctx context.Context) (*Result, error) {
 		}
 	}
 	res.Objects = results
+	res.Errors = append(res.Errors, objectErrors(results)...)
 	for _, o := range results {
-		if o.Error != "" {
-			res.Errors = append(res.Errors, fmt.Sprintf("%s: %s", o.Ref, o.Error))
-		}
 		res.Contested = append(res.Contested, o.Contested...)
 		res.Reverted = append(res.Reverted, o.Reverted...)
 	}
@@ -458,4 +456,38 @@ func digestObjects(objs []manifest.Object) string {
 // describeErr shortens API errors for results.
 func describeErr(what string, err error) string {
 	return strings.TrimSpace(what + ": " + err.Error())
+}
+
+// objectErrors states the objects' errors once per cause: "REF: ERROR"
+// for an error one object has, "ERROR (N objects, first REF)" for one many
+// share — with the API server down every object fails alike, and the
+// GitSync status, its Event and the log should say so once.
+func objectErrors(results []ObjectResult) []string {
+	type group struct {
+		first cluster.Ref
+		n     int
+	}
+	groups := map[string]*group{}
+	var order []string
+	for _, o := range results {
+		if o.Error == "" {
+			continue
+		}
+		g := groups[o.Error]
+		if g == nil {
+			g = &group{first: o.Ref}
+			groups[o.Error] = g
+			order = append(order, o.Error)
+		}
+		g.n++
+	}
+	out := make([]string, 0, len(order))
+	for _, e := range order {
+		if g := groups[e]; g.n > 1 {
+			out = append(out, fmt.Sprintf("%s (%d objects, first %s)", e, g.n, g.first))
+		} else {
+			out = append(out, fmt.Sprintf("%s: %s", g.first, e))
+		}
+	}
+	return out
 }

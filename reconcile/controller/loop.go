@@ -208,33 +208,7 @@ func (l *Loop) report(ctx context.Context, res *reconcile.Result, err error, del
 		"unchanged", res.Count(reconcile.Unchanged), "pruned", len(res.Pruned), "skipped", res.Count(reconcile.Skipped),
 		"failed", res.Count(reconcile.Failed), "contested", len(res.Contested), "reverted", len(res.Reverted), "writes", res.Writes,
 		"duration", res.Duration.String(), "next", next(delay), "attempt", attempt)
-	for _, o := range res.Objects {
-		if o.Action == reconcile.Unchanged && len(o.Ignored) == 0 {
-			continue
-		}
-		attrs := []any{"ref", o.Ref.String(), "action", string(o.Action)}
-		if o.Source != "" {
-			attrs = append(attrs, "source", o.Source)
-		}
-		if len(o.Drifted) > 0 {
-			attrs = append(attrs, "drifted", o.Drifted)
-		}
-		if len(o.Ignored) > 0 {
-			ignored := make([]string, len(o.Ignored))
-			for i, ig := range o.Ignored {
-				ignored[i] = ig.Pointer + " (" + ig.Treatment + ")"
-			}
-			attrs = append(attrs, "ignored", ignored)
-		}
-		if o.Note != "" {
-			attrs = append(attrs, "note", o.Note)
-		}
-		if o.Error != "" {
-			l.log.Warn("object", append(attrs, "error", o.Error)...)
-			continue
-		}
-		l.log.Info("object", attrs...)
-	}
+	logObjects(l.log, res.Objects)
 	for _, e := range res.Reverted {
 		l.log.Warn("edited outside Git", "ref", e.Ref.String(), "field", e.Pointer, "manager", e.Writer.Manager,
 			"operation", e.Writer.Operation, "reverted", !res.DryRun)
@@ -331,4 +305,60 @@ func needsHeal(res *reconcile.Result, err error) bool {
 		return true
 	}
 	return !res.DryRun && res.Count(reconcile.Created)+res.Count(reconcile.Configured) > 0
+}
+
+// logObjects logs what a pass did to each object. Objects that failed
+// with the same error are logged once, with their count, at warning level
+// (each at debug level): with the API server down every object of a
+// repository fails alike, and one line per object drowns the cause.
+func logObjects(log *slog.Logger, objs []reconcile.ObjectResult) {
+	type failure struct {
+		attrs []any
+		refs  int
+	}
+	failed := map[string]*failure{}
+	var order []string
+	for _, o := range objs {
+		if o.Action == reconcile.Unchanged && len(o.Ignored) == 0 {
+			continue
+		}
+		attrs := []any{"ref", o.Ref.String(), "action", string(o.Action)}
+		if o.Source != "" {
+			attrs = append(attrs, "source", o.Source)
+		}
+		if len(o.Drifted) > 0 {
+			attrs = append(attrs, "drifted", o.Drifted)
+		}
+		if len(o.Ignored) > 0 {
+			ignored := make([]string, len(o.Ignored))
+			for i, ig := range o.Ignored {
+				ignored[i] = ig.Pointer + " (" + ig.Treatment + ")"
+			}
+			attrs = append(attrs, "ignored", ignored)
+		}
+		if o.Note != "" {
+			attrs = append(attrs, "note", o.Note)
+		}
+		if o.Error == "" {
+			log.Info("object", attrs...)
+			continue
+		}
+		attrs = append(attrs, "error", o.Error)
+		log.Debug("object", attrs...)
+		f := failed[o.Error]
+		if f == nil {
+			f = &failure{attrs: attrs}
+			failed[o.Error] = f
+			order = append(order, o.Error)
+		}
+		f.refs++
+	}
+	for _, e := range order {
+		f := failed[e]
+		if f.refs == 1 {
+			log.Warn("object", f.attrs...)
+			continue
+		}
+		log.Warn("objects not applied", "count", f.refs, "error", e, "first", f.attrs[1])
+	}
 }
