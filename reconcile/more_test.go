@@ -267,7 +267,9 @@ func TestSavedContestOnAPersonIsLifted(t *testing.T) {
 // TestObjectErrorsOncePerCause: an error many objects share is stated
 // once, with the count and the first object; others keep "REF: ERROR".
 func TestObjectErrorsOncePerCause(t *testing.T) {
-	ref := func(name string) cluster.Ref { return cluster.Ref{GroupVersionKind: cmGVK, Namespace: "shop", Name: name} }
+	ref := func(name string) cluster.Ref {
+		return cluster.Ref{GroupVersionKind: cmGVK, Namespace: "shop", Name: name}
+	}
 	const down = "not applied: namespaces and CRDs failed first"
 	got := objectErrors([]ObjectResult{
 		{Ref: ref("ns"), Action: Failed, Error: "connection refused"},
