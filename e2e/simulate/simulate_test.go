@@ -382,6 +382,10 @@ func checkExpected(t *testing.T, tc simCase, ns string, memRes, liveRes *sim.Res
 		if want := strings.ReplaceAll(tc.wantOther, "$NS", ns); (r.what == "memory" || tc.wantOtherKind != "admission") && o.Loop.Other != want {
 			t.Errorf("%s: the other writer is %q, want %q", r.what, o.Loop.Other, want)
 		}
+		// Offline, the admission step travels as data for the fixes.
+		if r.what == "memory" && tc.wantOtherKind == "admission" && (o.Loop.OtherStep == nil || o.Loop.OtherStep.String() != o.Loop.Other) {
+			t.Errorf("%s: the other writer's step is %v, want %q", r.what, o.Loop.OtherStep, o.Loop.Other)
+		}
 	}
 }
 
@@ -492,7 +496,8 @@ func viewOf(res *sim.Result) resultView {
 		if o.Loop != nil {
 			l := *o.Loop
 			if l.OtherKind == "admission" {
-				l.Other, ov.Reason = "", ""
+				// The server's admission step is not observable there.
+				l.Other, l.OtherStep, ov.Reason = "", nil, ""
 			}
 			ov.Loop = &l
 		}
