@@ -2,6 +2,7 @@ package controller
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -14,20 +15,22 @@ import (
 )
 
 // TestLogObjectsOnceByCause: with the API server down, a 250-object pass
-// logs the cause once with its count, not one warning per object; the
-// per-object lines stay at debug level.
+// logs each cause once (the pass's errors, grouped by reconcile), not one
+// warning per object; the per-object lines stay at debug level.
 func TestLogObjectsOnceByCause(t *testing.T) {
 	const skipped = "not applied: namespaces and CRDs failed first"
 	ref := func(i int) cluster.Ref {
 		return cluster.Ref{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespace: "shop", Name: fmt.Sprintf("c%d", i)}
 	}
-	objs := []reconcile.ObjectResult{
+	res := &reconcile.Result{Objects: []reconcile.ObjectResult{
 		{Ref: ref(-1), Action: reconcile.Failed, Error: "not applied: connection refused"},
-	}
+	}}
 	for i := range 249 {
-		objs = append(objs, reconcile.ObjectResult{Ref: ref(i), Action: reconcile.Skipped, Error: skipped})
+		res.Objects = append(res.Objects, reconcile.ObjectResult{Ref: ref(i), Action: reconcile.Skipped, Error: skipped})
 	}
-	objs = append(objs, reconcile.ObjectResult{Ref: ref(1000), Action: reconcile.Configured})
+	res.Objects = append(res.Objects, reconcile.ObjectResult{Ref: ref(1000), Action: reconcile.Configured})
+	// What reconcile's pass states for these objects (TestObjectErrorsOncePerCause).
+	res.Errors = []string{"ConfigMap/shop/c-1: not applied: connection refused", skipped + " (249 objects, first ConfigMap/shop/c0)"}
 
 	for _, tc := range []struct {
 		level            slog.Level
@@ -35,13 +38,14 @@ func TestLogObjectsOnceByCause(t *testing.T) {
 		wantInWarnings   []string
 	}{
 		{level: slog.LevelInfo, warnings: 2, wantInWarnings: []string{
-			`msg=object ref=ConfigMap/shop/c-1 action=Failed`, `error="not applied: connection refused"`,
-			`msg="objects not applied" count=249 error="` + skipped + `" first=ConfigMap/shop/c0`,
+			`msg="pass error" error="ConfigMap/shop/c-1: not applied: connection refused"`,
+			`msg="pass error" error="` + skipped + ` (249 objects, first ConfigMap/shop/c0)"`,
 		}},
 		{level: slog.LevelDebug, warnings: 2, debugs: 250},
 	} {
 		var buf bytes.Buffer
-		logObjects(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: tc.level})), objs)
+		l := &Loop{clock: realClock{}, log: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: tc.level}))}
+		l.report(context.Background(), res, nil, 0, 0)
 		var warns []string
 		debugs := 0
 		for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
@@ -60,7 +64,7 @@ func TestLogObjectsOnceByCause(t *testing.T) {
 				t.Errorf("warnings lack %q:\n%s", want, strings.Join(warns, "\n"))
 			}
 		}
-		if !strings.Contains(buf.String(), "level=INFO msg=object") {
+		if !strings.Contains(buf.String(), "level=INFO msg=object ref=ConfigMap/shop/c1000") {
 			t.Errorf("the configured object is not logged:\n%s", buf.String())
 		}
 	}

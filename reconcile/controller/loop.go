@@ -307,17 +307,11 @@ func needsHeal(res *reconcile.Result, err error) bool {
 	return !res.DryRun && res.Count(reconcile.Created)+res.Count(reconcile.Configured) > 0
 }
 
-// logObjects logs what a pass did to each object. Objects that failed
-// with the same error are logged once, with their count, at warning level
-// (each at debug level): with the API server down every object of a
-// repository fails alike, and one line per object drowns the cause.
+// logObjects logs what a pass did to each object. An object's error is at
+// debug level: the pass's errors, stated once per cause with their count
+// (reconcile's Result.Errors), are the warnings, so that with the API
+// server down one line says why instead of one per object.
 func logObjects(log *slog.Logger, objs []reconcile.ObjectResult) {
-	type failure struct {
-		attrs []any
-		refs  int
-	}
-	failed := map[string]*failure{}
-	var order []string
 	for _, o := range objs {
 		if o.Action == reconcile.Unchanged && len(o.Ignored) == 0 {
 			continue
@@ -339,26 +333,10 @@ func logObjects(log *slog.Logger, objs []reconcile.ObjectResult) {
 		if o.Note != "" {
 			attrs = append(attrs, "note", o.Note)
 		}
-		if o.Error == "" {
-			log.Info("object", attrs...)
+		if o.Error != "" {
+			log.Debug("object", append(attrs, "error", o.Error)...)
 			continue
 		}
-		attrs = append(attrs, "error", o.Error)
-		log.Debug("object", attrs...)
-		f := failed[o.Error]
-		if f == nil {
-			f = &failure{attrs: attrs}
-			failed[o.Error] = f
-			order = append(order, o.Error)
-		}
-		f.refs++
-	}
-	for _, e := range order {
-		f := failed[e]
-		if f.refs == 1 {
-			log.Warn("object", f.attrs...)
-			continue
-		}
-		log.Warn("objects not applied", "count", f.refs, "error", e, "first", f.attrs[1])
+		log.Info("object", attrs...)
 	}
 }
