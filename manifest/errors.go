@@ -21,7 +21,23 @@ type Source struct {
 	// kustomize's origin tracking allows, else at a generator entry or at
 	// the kustomization itself.
 	Kustomization string
+	// Renderer is what produced the object when a template engine did
+	// (a Helm chart, a Jsonnet program), empty otherwise; RenderRoot is
+	// the chart directory or the Jsonnet file. File then names the
+	// template the object came from and Line is zero: rendered output
+	// cannot be traced back to a line of a template.
+	Renderer   Renderer
+	RenderRoot string
 }
+
+// Renderer names a template engine GitOps tools render sources with.
+type Renderer string
+
+// The renderers truce runs, as their users call them.
+const (
+	RendererHelm    Renderer = "helm chart"
+	RendererJsonnet Renderer = "jsonnet"
+)
 
 // String formats s as "file:line", the form editors and CI log parsers turn
 // into links. A Source without a line is printed as just the file name. An
@@ -34,6 +50,9 @@ func (s Source) String() string {
 	}
 	if s.Kustomization != "" && s.Kustomization != s.File {
 		out += " (kustomization " + s.Kustomization + ")"
+	}
+	if s.Renderer != "" && s.RenderRoot != s.File {
+		out += " (" + string(s.Renderer) + " " + s.RenderRoot + ")"
 	}
 	return out
 }
