@@ -196,7 +196,7 @@ func (b *builder) run(ctx context.Context) ([]manifest.Object, error) {
 // directory, with origin annotations switched on for positions.
 func (b *builder) generate() ([]byte, error) {
 	if !hasKustomization(b.dir) {
-		if err := prescan(b.dir, b.lim, b.display); err != nil {
+		if err := prescan(b.dir, b.lim, maxAliasNodes(b.opts.Render.Manifest), b.display); err != nil {
 			return nil, err
 		}
 	}
@@ -249,7 +249,8 @@ func (b *builder) build(kustomization []byte) ([]*resource.Resource, error) {
 	if err != nil {
 		return nil, err
 	}
-	guard := &guardFS{FileSystem: disk, lim: b.lim, left: b.lim.maxTotal, display: b.display}
+	guard := &guardFS{FileSystem: disk, lim: b.lim, aliases: maxAliasNodes(b.opts.Render.Manifest),
+		left: b.lim.maxTotal, display: b.display}
 	fsys := securefs.MakeFsInMemory(guard)
 	if err := fsys.WriteFile(b.kfile, kustomization); err != nil {
 		return nil, err

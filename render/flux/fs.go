@@ -26,8 +26,9 @@ import (
 // and fetch URLs; truce renders offline and refuses them instead.
 type guardFS struct {
 	filesys.FileSystem
-	lim  limits
-	left int64
+	lim     limits
+	aliases int // MaxAliasNodes
+	left    int64
 	// display maps a path under the root to what users see.
 	display func(string) string
 	// refusal is the first read refused on purpose: the real reason for a
@@ -81,6 +82,9 @@ func (g *guardFS) admit(p string) error {
 }
 
 func (g *guardFS) check(p string, data []byte) error {
+	if err := checkAliases(g.display(p), data, g.aliases); err != nil {
+		return err
+	}
 	if slices.Contains(konfig.RecognizedKustomizationFileNames(), filepath.Base(p)) {
 		return checkKustomization(g.display(p), filepath.Dir(p), data)
 	}
@@ -95,6 +99,7 @@ func checkKustomization(name, dir string, data []byte) error {
 	if err := yaml.Unmarshal(data, &k); err != nil {
 		return nil // kustomize reports it
 	}
+	k.FixKustomization() // folds the deprecated bases into resources
 	type ref struct{ field, value string }
 	var refs []ref
 	add := func(field string, values ...string) {
@@ -103,7 +108,6 @@ func checkKustomization(name, dir string, data []byte) error {
 		}
 	}
 	add("resources", k.Resources...)
-	add("bases", k.Bases...)
 	add("components", k.Components...)
 	add("crds", k.Crds...)
 	add("configurations", k.Configurations...)
@@ -114,9 +118,11 @@ func checkKustomization(name, dir string, data []byte) error {
 	for _, p := range k.Patches {
 		add("patches", p.Path)
 	}
+	//lint:ignore SA1019 kustomize still applies patchesJson6902
 	for _, p := range k.PatchesJson6902 {
 		add("patchesJson6902", p.Path)
 	}
+	//lint:ignore SA1019 kustomize still applies patchesStrategicMerge
 	for _, p := range k.PatchesStrategicMerge {
 		add("patchesStrategicMerge", string(p))
 	}
@@ -255,9 +261,9 @@ func kustomizeRepo(s string) (repo bool) {
 }
 
 // prescan bounds what Flux's generator reads when it scans dir for
-// manifests (it reads every .yaml and .yml file under dir, outside
-// guardFS), and refuses symlinks there that leave the root.
-func prescan(dir string, lim limits, display func(string) string) error {
+// manifests: it reads every .yaml and .yml file under dir, outside
+// guardFS, and parses them with kustomize.
+func prescan(dir string, lim limits, aliases int, display func(string) string) error {
 	left := lim.maxTotal
 	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -281,6 +287,10 @@ func prescan(dir string, lim limits, display func(string) string) error {
 			return fmt.Errorf("the manifests under %s exceed the %s limit (MaxTotalBytes): %w",
 				display(dir), formatBytes(lim.maxTotal), manifest.ErrTooLarge)
 		}
-		return nil
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil // the generator reports it
+		}
+		return checkAliases(display(p), data, aliases)
 	})
 }

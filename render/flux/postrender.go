@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	kustomize "github.com/fluxcd/pkg/kustomize"
+	//lint:ignore SA1019 helm-controller's post-renderers use these builtins
 	"sigs.k8s.io/kustomize/api/builtins"
 	"sigs.k8s.io/kustomize/api/provider"
 	"sigs.k8s.io/kustomize/api/resmap"

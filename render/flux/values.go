@@ -30,6 +30,9 @@ func Values(hr *HelmRelease, objects []*unstructured.Unstructured) (map[string]a
 	if err != nil {
 		return nil, fmt.Errorf("composing the values of HelmRelease %s/%s: %w", hr.Namespace, hr.Name, err)
 	}
+	// chartutil merges the same spec.values map twice and lets --set
+	// paths write through into it; a copy keeps that from reaching hr.
+	specValues := deepCopy(hr.Values)
 	result := common.Values{}
 	for _, ref := range hr.ValuesFrom {
 		key := objectKey{ref.Kind, hr.Namespace, ref.Name}
@@ -48,7 +51,7 @@ func Values(hr *HelmRelease, objects []*unstructured.Unstructured) (map[string]a
 			return nil, valuesError(hr, ref, "key not found")
 		}
 		if ref.TargetPath != "" {
-			result = loader.MergeMaps(result, hr.Values)
+			result = loader.MergeMaps(result, specValues)
 			if err := setPath(result, ref, data); err != nil {
 				return nil, valuesError(hr, ref, "failed to merge value"+detail(ref, err))
 			}
@@ -60,7 +63,7 @@ func Values(hr *HelmRelease, objects []*unstructured.Unstructured) (map[string]a
 		}
 		result = loader.MergeMaps(result, values)
 	}
-	return loader.MergeMaps(result, hr.Values), nil
+	return loader.MergeMaps(result, specValues), nil
 }
 
 func dataOf(obj client.Object, key string) (string, bool) {
@@ -108,4 +111,30 @@ func valuesError(hr *HelmRelease, ref ValuesReference, reason string) error {
 	}
 	return fmt.Errorf("composing the values of HelmRelease %s/%s: could not resolve%s %s chart values reference '%s/%s' with key '%s': %s",
 		hr.Namespace, hr.Name, optional, ref.Kind, hr.Namespace, ref.Name, ref.ValuesKey, reason)
+}
+
+// deepCopy copies the maps and lists of a values tree.
+func deepCopy(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = deepCopyValue(v)
+	}
+	return out
+}
+
+func deepCopyValue(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		return deepCopy(v)
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = deepCopyValue(e)
+		}
+		return out
+	}
+	return v
 }

@@ -34,14 +34,14 @@ func lookup(objects []*unstructured.Unstructured, keys map[objectKey]bool) (map[
 		case "ConfigMap":
 			var cm corev1.ConfigMap
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &cm); err != nil {
-				return nil, fmt.Errorf("ConfigMap %s/%s is not a valid ConfigMap: %w", key.namespace, key.name, err)
+				return nil, fmt.Errorf("the ConfigMap %s/%s is not a valid ConfigMap: %w", key.namespace, key.name, err)
 			}
 			found[key] = &cm
 		case "Secret":
 			var s corev1.Secret
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &s); err != nil {
 				// The converter's message may quote data; say only where.
-				return nil, fmt.Errorf("Secret %s/%s is not a valid Secret (its data must be base64 strings)", key.namespace, key.name)
+				return nil, fmt.Errorf("the Secret %s/%s is not a valid Secret (its data must be base64 strings)", key.namespace, key.name)
 			}
 			if len(s.StringData) > 0 {
 				if s.Data == nil {
