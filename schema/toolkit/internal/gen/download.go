@@ -27,7 +27,9 @@ func download(ctx context.Context, p pin) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", mv)
 	// Outside any module, so the download cannot touch truce's go.mod/go.sum.
 	cmd.Dir = os.TempDir()
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GO111MODULE=on")
+	// GOTOOLCHAIN=local: the zip is all gen needs, so a module requiring a
+	// newer Go must not make go download that toolchain.
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GO111MODULE=on", "GOTOOLCHAIN=local")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()
