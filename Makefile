@@ -34,4 +34,4 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./admission/
 
 generate:
-	$(GO) generate ./schema
+	$(GO) generate ./schema ./schema/toolkit
