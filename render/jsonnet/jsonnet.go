@@ -8,6 +8,12 @@
 // Unlike Argo CD it treats the program as hostile: imports cannot leave the
 // repository, evaluation is bounded in time and output size, and every
 // failure names the file (and, for Jsonnet errors, the line).
+//
+// One hazard remains, in go-jsonnet and so in Argo CD too: a call marked
+// tailstrict does not count against MaxStack but still grows the Go stack,
+// so a tailstrict recursion of about a million calls exhausts Go's 1 GB
+// stack limit, which is fatal to the whole process and cannot be
+// recovered. Only evaluating in a separate process would contain it.
 package jsonnet
 
 import (
