@@ -55,7 +55,7 @@ func (l *loader) renderKustomization(t *tree, dir, kfile string) {
 	}
 	l.seen[key] = true
 
-	k := &kustFS{t: t, l: l, name: name, budget: l.opts.MaxTotalBytes, files: make(map[string][]byte)}
+	k := &kustFS{t: t, l: l, name: name, budget: l.opts.MaxTotalBytes, files: make(map[string][]byte), edit: l.edit}
 	if r, err := resolveIn(t.fsys, kfile); err == nil {
 		k.top = r
 	}
@@ -331,6 +331,10 @@ type kustFS struct {
 	parsed map[string][]Object
 	// refusal is the first read this file system refused on purpose.
 	refusal *Error
+	// edit changes the kustomization file top before kustomize sees it;
+	// edited caches its result, as kustomize may read the file again.
+	edit   KustomizationEdit
+	edited []byte
 }
 
 var _ filesys.FileSystem = (*kustFS)(nil)
@@ -420,7 +424,13 @@ func (k *kustFS) ReadFile(p string) ([]byte, error) {
 	} else if e := k.checkPluginConfig(name, data); e != nil {
 		return nil, k.refuse(e)
 	}
+	// What the user wrote, for mapping objects back to lines.
 	k.files[r] = data
+	if r == k.top && k.edit != nil {
+		if data, err = k.editTop(r, name, data); err != nil {
+			return nil, err
+		}
+	}
 	if r == k.top {
 		// Ask kustomize to record where every resource came from; the
 		// annotations are removed again from the output.

@@ -68,6 +68,9 @@ type loader struct {
 	// seen holds the absolute paths of files already loaded.
 	seen      map[string]bool
 	cancelled bool
+	// edit, when set, changes the kustomization file of the kustomization
+	// being built before kustomize reads it (BuildKustomization).
+	edit KustomizationEdit
 }
 
 // proceed reports whether another file may be loaded, recording the
