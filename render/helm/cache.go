@@ -19,7 +19,7 @@ import (
 // truce processes sharing the cache never see half a file.
 type cacheDir string
 
-func (c cacheDir) index() string  { return filepath.Join(string(c), "index") }
+func (c cacheDir) index() string { return filepath.Join(string(c), "index") }
 func (c cacheDir) blobs() *diskCache {
 	return &diskCache{dir: filepath.Join(string(c), "blobs"), ext: ".tgz"}
 }

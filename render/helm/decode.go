@@ -72,7 +72,7 @@ func decodeRelease(ch *Chart, r *release.Release, rel Release, opts manifest.Opt
 	}
 
 	objs, err := manifest.Decode(ch.Dir, strings.NewReader(stream.String()), opts)
-	m := newSourceMapper(ch.Dir, r.Chart)
+	m := newSourceMapper(ch.Dir, ch.Chart)
 	partOf := func(line int) int { return sort.SearchInts(starts, line+1) - 1 }
 	source := func(i int) manifest.Source {
 		file := ch.Dir

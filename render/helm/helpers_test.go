@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"helm.sh/helm/v4/pkg/chart/loader"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
 	helmcmd "helm.sh/helm/v4/pkg/cmd"
 
 	"github.com/truce-dev/truce/manifest"
@@ -124,3 +126,14 @@ func contains(s string, subs ...string) bool {
 	}
 	return true
 }
+
+// LoadArchiveOrDir loads a chart with Helm's loader, for building archives.
+func LoadArchiveOrDir(path string) (*chart.Chart, error) {
+	c, err := loader.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	return c.(*chart.Chart), nil
+}
+
+func removeAll(p string) error { return os.RemoveAll(p) }

@@ -20,7 +20,7 @@ import (
 // a path inside that archive.
 type sourceMapper struct {
 	dir     string
-	root    *chart.Chart // the chart Helm rendered: aliases applied
+	root    *chart.Chart // as loaded: Helm's rendering renames aliased subcharts
 	entries map[string][]chartEntry
 }
 
@@ -30,8 +30,8 @@ type chartEntry struct {
 	name, version string
 }
 
-func newSourceMapper(dir string, rendered *chart.Chart) *sourceMapper {
-	return &sourceMapper{dir: dir, root: rendered, entries: map[string][]chartEntry{}}
+func newSourceMapper(dir string, loaded *chart.Chart) *sourceMapper {
+	return &sourceMapper{dir: dir, root: loaded, entries: map[string][]chartEntry{}}
 }
 
 func (m *sourceMapper) file(helmPath string) string {
@@ -39,11 +39,12 @@ func (m *sourceMapper) file(helmPath string) string {
 	disk, ch := m.dir, m.root
 	i := 1
 	for i+1 < len(parts) && parts[i] == "charts" {
-		sub := dependencyNamed(ch, parts[i+1])
+		name := realName(ch, parts[i+1])
+		sub := dependencyNamed(ch, name)
 		if sub == nil {
 			break
 		}
-		disk = m.subchartDir(disk, realName(ch, sub), sub.Metadata.Version)
+		disk = m.subchartDir(disk, name, sub.Metadata.Version)
 		ch = sub
 		i += 2
 	}
@@ -51,7 +52,7 @@ func (m *sourceMapper) file(helmPath string) string {
 	return filepath.Join(disk, filepath.FromSlash(strings.Join(parts[i:], "/")))
 }
 
-// dependencyNamed is the subchart of ch that Helm rendered under name.
+// dependencyNamed is the subchart of ch with that name in its Chart.yaml.
 func dependencyNamed(ch *chart.Chart, name string) *chart.Chart {
 	for _, d := range ch.Dependencies() {
 		if d.Name() == name {
@@ -61,14 +62,15 @@ func dependencyNamed(ch *chart.Chart, name string) *chart.Chart {
 	return nil
 }
 
-// realName undoes an alias: the subchart's name in its own Chart.yaml.
-func realName(parent, sub *chart.Chart) string {
+// realName undoes an alias: the name, in its own Chart.yaml, of the
+// subchart parent renders under name.
+func realName(parent *chart.Chart, name string) string {
 	for _, d := range parent.Metadata.Dependencies {
-		if d.Alias != "" && d.Alias == sub.Name() {
+		if d.Alias != "" && d.Alias == name {
 			return d.Name
 		}
 	}
-	return sub.Name()
+	return name
 }
 
 // subchartDir finds the subchart name at version in parent's charts/.
