@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"helm.sh/helm/v4/pkg/chart/loader"
+	"helm.sh/helm/v4/pkg/chart/loader/archive"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/downloader"
 	"helm.sh/helm/v4/pkg/helmpath"
@@ -24,9 +26,8 @@ import (
 // returns the chart loaded with its dependencies.
 //
 // Helm's Manager writes charts/ and Chart.lock into the chart it builds,
-// so it runs on a scratch mirror of the repository: the chart directory
-// with a private charts/, everything else symlinked, so that relative
-// file:// dependencies still resolve.
+// so it runs on a scratch mirror of the repository (see mirrorChart), and
+// relative file:// dependencies still resolve.
 func (p *Puller) buildDependencies(ctx context.Context, ch *Chart, root string, aliases map[string]string) (*chart.Chart, error) {
 	deps := dependencyList(ch.Chart)
 	for _, d := range deps {
@@ -182,8 +183,10 @@ func dependencyFor(refused string, deps []*chart.Dependency) *chart.Dependency {
 
 // mirrorChart builds, at dst, the repository at root as seen from chartDir:
 // the directories from root down to chartDir are real, their other entries
-// symlinks to the originals; in chartDir, charts/ is a real directory of
-// symlinks, so that Helm's Manager can add and remove archives there.
+// symlinks to the originals (for relative file:// dependencies), and
+// chartDir is a copy, which Helm's Manager may write charts/ and
+// Chart.lock into. The copy is real rather than symlinks because Helm's
+// loader logs every symlink it follows.
 func mirrorChart(dst, root, chartDir string) (string, error) {
 	rel, err := filepath.Rel(root, chartDir)
 	if err != nil {
@@ -199,28 +202,46 @@ func mirrorChart(dst, root, chartDir string) (string, error) {
 				return "", err
 			}
 			cur, dst = filepath.Join(cur, part), filepath.Join(dst, part)
-			if err := os.Mkdir(dst, 0o755); err != nil {
-				return "", err
+		}
+	}
+	budget := archive.MaxDecompressedChartSize
+	return dst, copyTree(cur, dst, &budget)
+}
+
+// copyTree copies the directory src to dst. Symlinks (already checked to
+// stay in the repository) are recreated pointing at their targets; budget
+// bounds the bytes copied.
+func copyTree(src, dst string, budget *int64) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, 0o755)
+		case d.Type()&fs.ModeSymlink != 0:
+			real, err := filepath.EvalSymlinks(p)
+			if err != nil {
+				return nil // dangling, as the loader would skip it
 			}
+			return os.Symlink(real, target)
+		case !d.Type().IsRegular():
+			return nil
 		}
-	}
-	if err := linkEntries(cur, dst, "charts"); err != nil {
-		return "", err
-	}
-	charts := filepath.Join(cur, "charts")
-	if fi, err := os.Stat(charts); err == nil && fi.IsDir() {
-		if err := os.Mkdir(filepath.Join(dst, "charts"), 0o755); err != nil {
-			return "", err
+		fi, err := d.Info()
+		if err != nil {
+			return err
 		}
-		if err := linkEntries(charts, filepath.Join(dst, "charts"), ""); err != nil {
-			return "", err
+		if *budget -= fi.Size(); *budget < 0 {
+			return fmt.Errorf("the chart directory is larger than Helm's %s limit for a chart", formatBytes(archive.MaxDecompressedChartSize))
 		}
-	} else if err == nil {
-		if err := os.Symlink(charts, filepath.Join(dst, "charts")); err != nil {
-			return "", err
-		}
-	}
-	return dst, nil
+		return copyFile(p, target)
+	})
 }
 
 // linkEntries symlinks every entry of src into dst except skip.

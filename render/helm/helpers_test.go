@@ -10,7 +10,9 @@ import (
 
 	"helm.sh/helm/v4/pkg/chart/loader"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	helmcmd "helm.sh/helm/v4/pkg/cmd"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/truce-dev/truce/manifest"
 	"github.com/truce-dev/truce/render"
@@ -137,3 +139,14 @@ func LoadArchiveOrDir(path string) (*chart.Chart, error) {
 }
 
 func removeAll(p string) error { return os.RemoveAll(p) }
+
+// copyChartArchive packages ch into dir as Helm does.
+func copyChartArchive(ch *chart.Chart, dir string) error {
+	_, err := chartutil.Save(ch, dir)
+	return err
+}
+
+// unstructuredInt reads an integer field.
+func unstructuredInt(obj map[string]any, fields ...string) (int64, bool, error) {
+	return unstructured.NestedInt64(obj, fields...)
+}

@@ -140,7 +140,9 @@ func (c *budgetConn) Read(p []byte) (int, error) {
 		c.s.mu.Lock()
 		c.s.overflow = true
 		c.s.mu.Unlock()
-		return n, errDownloadLimit
+		// Withhold the bytes: returned with the error, HTTP would still
+		// finish a response it has all of.
+		return 0, errDownloadLimit
 	}
 	return n, err
 }

@@ -269,6 +269,7 @@ func storeChart(path string, data []byte, ref Ref) (*Chart, error) {
 	ch, err := LoadArchive(path)
 	if err != nil {
 		os.Remove(path)
+		os.Remove(filepath.Dir(path))
 		return nil, fmt.Errorf("pulling %s: %w", ref, err)
 	}
 	return ch, nil

@@ -130,7 +130,7 @@ func runInstall(ctx context.Context, install *action.Install, c *chart.Chart, va
 	go func() {
 		defer func() {
 			if r := recover(); r != nil {
-				done <- result{err: fmt.Errorf("Helm panicked: %v", r)}
+				done <- result{err: fmt.Errorf("panic in Helm: %v", r)}
 			}
 		}()
 		r, err := install.RunWithContext(ctx, c, vals)
