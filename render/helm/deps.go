@@ -69,6 +69,9 @@ func (p *Puller) buildDependencies(ctx context.Context, ch *Chart, root string, 
 		if refused := s.refusedURLs(); len(refused) > 0 {
 			return nil, unpredictable(dependencySubject(ch, dependencyFor(refused[0], deps)))
 		}
+		if u := s.unreachable("dependencies of " + ch.String()); u != nil {
+			return nil, u
+		}
 		return nil, fmt.Errorf("helm dependency build of %s: %w", ch, s.explain(err))
 	}
 	built, err := loader.Load(work)

@@ -285,3 +285,14 @@ func TestLoadHonoursContext(t *testing.T) {
 		t.Errorf("Load returned after %v", d)
 	}
 }
+
+// TestLoadUnreachableRepository: a dependency repository that cannot be
+// reached leaves the chart's output unknown, not wrong.
+func TestLoadUnreachableRepository(t *testing.T) {
+	dir := appChart(t, t.TempDir(), closedURL(t), "1.0.0")
+	_, err := Load(context.Background(), dir, LoadOptions{Puller: &Puller{CacheDir: t.TempDir()}})
+	u, ok := render.AsUnpredictable(err)
+	if !ok || !contains(u.Subject, "chart web 1.0.0", "dependency of Helm chart app") || !strings.HasPrefix(u.Reason, "cannot be reached") {
+		t.Fatalf("error = %v, want Unpredictable naming the dependency", err)
+	}
+}

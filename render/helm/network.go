@@ -16,6 +16,8 @@ import (
 
 	"helm.sh/helm/v4/pkg/getter"
 	"helm.sh/helm/v4/pkg/registry"
+
+	"github.com/truce-dev/truce/render"
 )
 
 // errOffline is what a refused network access fails with inside Helm; the
@@ -43,6 +45,7 @@ type session struct {
 	mu       sync.Mutex
 	refused  []string // URLs not fetched because offline
 	overflow bool     // the download budget was exceeded
+	dialErr  error    // the first connection that could not be opened
 }
 
 func (p *Puller) newSession(ctx context.Context) (*session, error) {
@@ -86,6 +89,11 @@ func (s *session) dial(d *net.Dialer, network, addr string) (net.Conn, error) {
 	}
 	c, err := d.DialContext(s.ctx, network, addr)
 	if err != nil {
+		s.mu.Lock()
+		if s.dialErr == nil && s.ctx.Err() == nil {
+			s.dialErr = err
+		}
+		s.mu.Unlock()
 		return nil, err
 	}
 	cc := &budgetConn{Conn: c, s: s}
@@ -125,6 +133,19 @@ func (s *session) explain(err error) error {
 		return fmt.Errorf("downloads exceed the %s limit (Puller.MaxDownloadBytes): %w", formatBytes(s.limit), err)
 	}
 	return err
+}
+
+// unreachable is a *render.Unpredictable for subject when the session
+// failed because a server could not be reached at all (refused, unknown
+// host, timed out): what it would have served is unknown, which is not
+// the same as a chart or version that does not exist.
+func (s *session) unreachable(subject string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dialErr == nil || s.ctx.Err() != nil {
+		return nil
+	}
+	return &render.Unpredictable{Subject: subject, Reason: "cannot be reached: " + s.dialErr.Error()}
 }
 
 // budgetConn charges what is read against the session's budget.

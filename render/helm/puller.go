@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	"helm.sh/helm/v4/pkg/downloader"
 	"helm.sh/helm/v4/pkg/getter"
 	"helm.sh/helm/v4/pkg/helmpath"
@@ -147,6 +148,10 @@ func (p *Puller) pullHTTP(s *session, ref Ref) (*Chart, error) {
 		}
 	}
 	if err != nil {
+		if s.offline {
+			// The cached index may predate the version.
+			return nil, unpredictable(ref.String())
+		}
 		return nil, fmt.Errorf("pulling %s: %w", ref, err)
 	}
 	if len(cv.URLs) == 0 {
@@ -174,6 +179,9 @@ func (p *Puller) pullHTTP(s *session, ref Ref) (*Chart, error) {
 	if err != nil {
 		if s.offline {
 			return nil, unpredictable(ref.String())
+		}
+		if u := s.unreachable(ref.String()); u != nil {
+			return nil, u
 		}
 		return nil, fmt.Errorf("pulling %s: %w", ref, s.explain(err))
 	}
@@ -211,6 +219,9 @@ func (p *Puller) indexFile(s *session, repoURL string, fresh bool, subject strin
 	}
 	r.CachePath = p.cache().index()
 	if _, err := r.DownloadIndexFile(); err != nil {
+		if u := s.unreachable(subject); u != nil {
+			return "", u
+		}
 		// Helm's wording, which Argo CD's messages key on.
 		return "", fmt.Errorf("%s: looks like %q is not a valid chart repository or cannot be reached: %w",
 			subject, redactURL(repoURL), s.explain(err))
@@ -226,6 +237,9 @@ func (p *Puller) pullOCI(s *session, ref Ref) (*Chart, error) {
 	chartRef := strings.TrimSuffix(ref.RepoURL, "/") + "/" + ref.Chart
 	_, u, err := dl.ResolveChartVersion(chartRef, ref.Version)
 	if err != nil {
+		if un := s.unreachable(ref.String()); un != nil {
+			return nil, un
+		}
 		return nil, fmt.Errorf("pulling %s: %w", ref, s.explain(err))
 	}
 	version := ref.Version
@@ -242,6 +256,9 @@ func (p *Puller) pullOCI(s *session, ref Ref) (*Chart, error) {
 	}
 	data, err := g.Get(u.String(), getter.WithRegistryClient(s.registry))
 	if err != nil {
+		if un := s.unreachable(ref.String()); un != nil {
+			return nil, un
+		}
 		return nil, fmt.Errorf("pulling %s: %w", ref, s.explain(err))
 	}
 	return storeChart(path, data.Bytes(), ref)
@@ -257,6 +274,10 @@ func loadCached(path string) (*Chart, bool) {
 	if err != nil {
 		return nil, false
 	}
+	ch, err = unpacked(path, ch)
+	if err != nil {
+		return nil, false
+	}
 	return ch, true
 }
 
@@ -267,10 +288,42 @@ func storeChart(path string, data []byte, ref Ref) (*Chart, error) {
 		return nil, err
 	}
 	ch, err := LoadArchive(path)
+	if err == nil {
+		ch, err = unpacked(path, ch)
+	}
 	if err != nil {
-		os.Remove(path)
-		os.Remove(filepath.Dir(path))
+		os.RemoveAll(filepath.Dir(path))
 		return nil, fmt.Errorf("pulling %s: %w", ref, err)
 	}
 	return ch, nil
+}
+
+// unpacked gives a pulled chart the directory its archive is unpacked in
+// (with Helm's own unpacking), next to the archive: Argo CD renders a
+// pulled chart from such a directory, where its values files are read
+// from, and Sources then name real files. The chart itself stays as
+// loaded from the archive.
+func unpacked(path string, ch *Chart) (*Chart, error) {
+	dir := filepath.Join(filepath.Dir(path), "src")
+	chartDir := filepath.Join(dir, ch.Name())
+	if !exists(filepath.Join(chartDir, "Chart.yaml")) {
+		tmp, err := os.MkdirTemp(filepath.Dir(path), ".unpack-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(tmp)
+		if err := chartutil.ExpandFile(tmp, path); err != nil {
+			return nil, fmt.Errorf("unpacking %s: %w", path, err)
+		}
+		if err := os.Rename(tmp, dir); err != nil && !exists(filepath.Join(chartDir, "Chart.yaml")) {
+			// A half-unpacked directory left by an interrupted run.
+			os.RemoveAll(dir)
+			if err := os.Rename(tmp, dir); err != nil {
+				return nil, fmt.Errorf("unpacking %s: %w", path, err)
+			}
+		}
+	}
+	out := *ch
+	out.Dir = chartDir
+	return &out, nil
 }

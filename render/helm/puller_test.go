@@ -91,8 +91,13 @@ func TestPullHTTP(t *testing.T) {
 			if ch.Name() != "web" || ch.Version() != tc.want {
 				t.Errorf("pulled %s %s, want web %s", ch.Name(), ch.Version(), tc.want)
 			}
-			if !strings.HasPrefix(ch.Dir, p.CacheDir) {
-				t.Errorf("Dir = %s, want it in the cache %s", ch.Dir, p.CacheDir)
+			if !strings.HasPrefix(ch.Dir, p.CacheDir) || !exists(filepath.Join(ch.Dir, "Chart.yaml")) {
+				t.Errorf("Dir = %s, want the unpacked chart in the cache %s", ch.Dir, p.CacheDir)
+			}
+			// Argo CD reads a pulled chart's values files from the chart.
+			vals, err := ArgoValues{Files: []string{"values-prod.yaml"}}.Merge(context.Background(), ch.Dir, nil)
+			if err != nil || vals["replicaCount"] != float64(5) {
+				t.Errorf("values from the pulled chart: %v, %v", vals, err)
 			}
 			out := mustRender(t, ch, Release{Name: "p"}, nil, render.Options{})
 			if o := find(t, out.Objects, "Deployment", "p-web"); o.Source.File != filepath.Join(ch.Dir, "templates/deployment.yaml") {
@@ -129,6 +134,7 @@ func TestPullCache(t *testing.T) {
 		{"pinned, offline", offline, Ref{RepoURL: r.URL, Chart: "web", Version: "1.0.0"}, "1.0.0", false},
 		// The cached index knows 1.1.0, whose archive was never fetched.
 		{"constraint offline resolves to an uncached version", offline, Ref{RepoURL: r.URL, Chart: "web", Version: "^1.0.0"}, "", true},
+		{"pinned version the cached index lacks, offline", offline, Ref{RepoURL: r.URL, Chart: "web", Version: "1.5.0"}, "", true},
 		{"constraint offline resolves to a cached version", offline, Ref{RepoURL: r.URL, Chart: "web", Version: "~1.0.0"}, "1.0.0", false},
 	}
 	for _, tc := range tests {
@@ -191,12 +197,13 @@ func TestPullFailures(t *testing.T) {
 	}))
 	defer garbage.Close()
 	tests := []struct {
-		name    string
-		p       Puller
-		ref     Ref
-		timeout time.Duration
-		want    []string
-		is      error
+		name          string
+		p             Puller
+		ref           Ref
+		timeout       time.Duration
+		want          []string
+		is            error
+		unpredictable bool
 	}{
 		{name: "context deadline", ref: Ref{RepoURL: slow.URL, Chart: "web", Version: "1.0.0"},
 			timeout: 300 * time.Millisecond, is: context.DeadlineExceeded},
@@ -206,6 +213,8 @@ func TestPullFailures(t *testing.T) {
 			want: []string{"chart web 1.0.0"}},
 		{name: "not a repository", ref: Ref{RepoURL: r.URL + "/nothing", Chart: "web"},
 			want: []string{"not a valid chart repository or cannot be reached"}},
+		{name: "repository down", ref: Ref{RepoURL: closedURL(t), Chart: "web", Version: "1.0.0"},
+			want: []string{"chart web 1.0.0", "cannot be reached"}, unpredictable: true},
 		{name: "bad scheme", ref: Ref{RepoURL: "ftp://example.com", Chart: "web"}, want: []string{"http(s):// or oci://"}},
 		{name: "bad chart name", ref: Ref{RepoURL: r.URL, Chart: "../web"}, want: []string{"invalid chart name"}},
 	}
@@ -222,6 +231,9 @@ func TestPullFailures(t *testing.T) {
 			_, err := tc.p.Pull(ctx, tc.ref)
 			if err == nil {
 				t.Fatal("no error")
+			}
+			if _, ok := render.AsUnpredictable(err); ok != tc.unpredictable {
+				t.Errorf("Unpredictable = %v, want %v: %v", ok, tc.unpredictable, err)
 			}
 			if tc.is != nil && !errors.Is(err, tc.is) {
 				t.Errorf("error = %v, want %v", err, tc.is)
@@ -295,4 +307,11 @@ func TestPullOCIDigest(t *testing.T) {
 	if entries, _ := os.ReadDir(filepath.Join(p.CacheDir, "helm", "charts")); len(entries) > 0 {
 		t.Errorf("a corrupt chart was cached")
 	}
+}
+
+// closedURL is the URL of a server that is no longer listening.
+func closedURL(t *testing.T) string {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	srv.Close()
+	return srv.URL
 }

@@ -119,12 +119,13 @@ func (v ArgoValues) Merge(ctx context.Context, chartDir string, p *Puller) (map[
 	}
 
 	var providers getter.Providers
-	if remote := remoteFiles(opts); len(remote) > 0 {
+	var s *session
+	remote := remoteFiles(opts)
+	if len(remote) > 0 {
 		if p == nil || p.Offline {
 			return nil, &render.Unpredictable{Subject: "values file " + redactURL(remote[0]), Reason: "needs the network (--offline)"}
 		}
-		s, err := p.newSession(ctx)
-		if err != nil {
+		if s, err = p.newSession(ctx); err != nil {
 			return nil, err
 		}
 		defer s.close()
@@ -132,6 +133,11 @@ func (v ArgoValues) Merge(ctx context.Context, chartDir string, p *Puller) (map[
 	}
 	out, err := mergeValues(&opts, providers)
 	if err != nil {
+		if s != nil {
+			if u := s.unreachable("values file " + redactURL(remote[0])); u != nil {
+				return nil, u
+			}
+		}
 		return nil, r.redact(err)
 	}
 	return out, nil
