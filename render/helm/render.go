@@ -1,0 +1,163 @@
+package helm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	release "helm.sh/helm/v4/pkg/release/v1"
+
+	"github.com/truce-dev/truce/manifest"
+	"github.com/truce-dev/truce/render"
+)
+
+// RenderTimeout bounds one Render when ctx has no earlier deadline.
+const RenderTimeout = 2 * time.Minute
+
+// Release is what helm template is told about the release.
+type Release struct {
+	// Name is the release name (Argo CD: helm.releaseName, else the
+	// Application's name; Flux: see FluxReleaseName).
+	Name string
+	// Namespace is .Release.Namespace; empty is "default", as helm
+	// template without a kubeconfig.
+	Namespace string
+	// IncludeCRDs puts the crds/ directories' objects first in Objects,
+	// as --include-crds (Argo CD passes it unless helm.skipCrds).
+	IncludeCRDs bool
+	// SkipTests leaves test hooks out of Hooks, as --skip-tests.
+	SkipTests bool
+	// IsUpgrade sets .Release.IsUpgrade instead of .Release.IsInstall.
+	IsUpgrade bool
+	// SkipSchemaValidation skips values.schema.json, as
+	// --skip-schema-validation (Argo CD's helm.skipSchemaValidation).
+	SkipSchemaValidation bool
+}
+
+// Rendered is what a chart renders to, decoded.
+type Rendered struct {
+	// Objects are the release manifest in the order helm template prints
+	// it: the crds/ objects first when Release.IncludeCRDs, then the
+	// templates' objects in Helm's install order.
+	Objects []manifest.Object
+	// Hooks are the objects Helm runs as hooks (helm.sh/hook annotation),
+	// in Helm's order, which helm template prints after Objects. Argo CD
+	// turns them into its own hooks; helm-controller runs them outside the
+	// release, so they are not part of its drift detection.
+	Hooks []manifest.Object
+	// CRDs are the objects of the chart's and its subcharts' crds/
+	// directories, always: with Release.IncludeCRDs they also lead Objects,
+	// without it they are what Helm (and helm-controller's CRD policy)
+	// would install before the release.
+	CRDs []manifest.Object
+}
+
+// Render renders ch with values as helm template does (Helm's install
+// action with a client-only dry run): opts.KubeVersion (default
+// render.KubeVersion) as .Capabilities.KubeVersion, Helm's built-in API
+// versions plus opts.APIVersions as .Capabilities.APIVersions, lookup
+// returning nothing. values are the user-supplied values (ArgoValues.Merge,
+// FluxValues); the chart's own values.yaml is coalesced by Helm.
+//
+// Every object's Source names the template on disk it came from (under
+// ch.Dir; subcharts under charts/), with Line 0, Renderer
+// manifest.RendererHelm and RenderRoot ch.Dir. Like manifest.Decode, Render
+// returns the objects that decoded cleanly together with the errors of
+// those that did not.
+//
+// Rendering runs on its own goroutine and Render returns when ctx ends or
+// RenderTimeout passes, with an error naming the chart. Go's template
+// engine cannot be interrupted, so a template that never ends keeps that
+// goroutine (and a CPU) busy until the process exits; a template that
+// recurses without end (tpl evaluating itself) makes Go's runtime abort
+// the whole process when the goroutine's stack reaches its limit, which
+// no in-process guard can catch.
+func Render(ctx context.Context, ch *Chart, rel Release, values map[string]any, opts render.Options) (*Rendered, error) {
+	opts = opts.WithDefaults()
+	kubeVersion, err := common.ParseKubeVersion(opts.KubeVersion)
+	if err != nil {
+		return nil, fmt.Errorf("rendering %s: invalid Kubernetes version %q: %w", ch, opts.KubeVersion, err)
+	}
+	switch ch.Chart.Metadata.Type {
+	case "", "application":
+	default:
+		return nil, fmt.Errorf("rendering %s: %s charts are not installable", ch, ch.Chart.Metadata.Type)
+	}
+	if rel.Namespace == "" {
+		rel.Namespace = "default"
+	}
+	vals := copyValues(values)
+	if vals == nil {
+		vals = map[string]any{}
+	}
+
+	cfg := action.NewConfiguration()
+	cfg.SetLogger(slog.DiscardHandler)
+	install := action.NewInstall(cfg)
+	install.DryRunStrategy = action.DryRunClient
+	install.ReleaseName = rel.Name
+	install.Namespace = rel.Namespace
+	install.Replace = true // as helm template: skip the name check
+	install.KubeVersion = kubeVersion
+	install.APIVersions = common.VersionSet(opts.APIVersions)
+	install.IncludeCRDs = rel.IncludeCRDs
+	install.IsUpgrade = rel.IsUpgrade
+	install.SkipSchemaValidation = rel.SkipSchemaValidation
+
+	out, err := runInstall(ctx, install, cloneChart(ch.Chart), vals, ch)
+	if err != nil {
+		return nil, err
+	}
+	return decodeRelease(ch, out, rel, opts.Manifest)
+}
+
+// runInstall runs Helm's install action on its own goroutine so that a
+// chart that never finishes rendering does not hang the caller.
+func runInstall(ctx context.Context, install *action.Install, c *chart.Chart, vals map[string]any, ch *Chart) (*release.Release, error) {
+	ctx, cancel := context.WithTimeout(ctx, RenderTimeout)
+	defer cancel()
+	type result struct {
+		rel *release.Release
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- result{err: fmt.Errorf("panic in Helm: %v", r)}
+			}
+		}()
+		r, err := install.RunWithContext(ctx, c, vals)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		rel, ok := r.(*release.Release)
+		if !ok {
+			done <- result{err: fmt.Errorf("unexpected release type %T", r)}
+			return
+		}
+		done <- result{rel: rel}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return nil, fmt.Errorf("rendering %s: %w", ch, r.err)
+		}
+		return r.rel, nil
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, fmt.Errorf("rendering %s: templates did not finish in time; a template may loop forever (rendering goes on in the background until it ends): %w", ch, ctx.Err())
+		}
+		return nil, fmt.Errorf("rendering %s: %w", ch, ctx.Err())
+	}
+}
+
+// isTestHook is helm template's --skip-tests test.
+func isTestHook(h *release.Hook) bool { return slices.Contains(h.Events, release.HookTest) }

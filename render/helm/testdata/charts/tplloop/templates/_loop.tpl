@@ -1,0 +1,1 @@
+{{- define "tplloop.again" -}}{{ include "tplloop.again" . }}{{- end -}}
