@@ -27,7 +27,6 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/kubernetes/scheme"
 	listersv1 "k8s.io/client-go/listers/core/v1"
 	rbacauthorizer "k8s.io/kubernetes/plugin/pkg/auth/authorizer/rbac"
 
@@ -425,10 +424,10 @@ func clientObjects(state *State, reg *schema.Registry) (typed, all []runtime.Obj
 		}
 		u.SetNamespace(objectNamespace(res, u.GetNamespace()))
 		all = append(all, u)
-		if res.CRD != nil || !scheme.Scheme.Recognizes(gvk) {
+		if res.CRD != nil || !clientTypes().Recognizes(gvk) {
 			continue
 		}
-		t, err := scheme.Scheme.New(gvk)
+		t, err := clientTypes().New(gvk)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -439,6 +438,18 @@ func clientObjects(state *State, reg *schema.Registry) (typed, all []runtime.Obj
 	}
 	return typed, all, nil
 }
+
+// clientTypes is the scheme of client-go's fake clientset, which holds the
+// state's built-in objects: client-go's registration alone, not
+// client-go's shared scheme, where other libraries add kinds (Helm adds
+// CustomResourceDefinition) the fake clientset cannot hold.
+var clientTypes = sync.OnceValue(func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := fake.AddToScheme(s); err != nil {
+		panic(fmt.Sprintf("client-go's fake scheme: %v", err))
+	}
+	return s
+})
 
 func listKinds(reg *schema.Registry) map[k8sschema.GroupVersionResource]string {
 	out := map[k8sschema.GroupVersionResource]string{}

@@ -21,7 +21,9 @@ import (
 	"github.com/truce-dev/truce/drift/ignore"
 	"github.com/truce-dev/truce/gitops"
 	"github.com/truce-dev/truce/manifest"
+	"github.com/truce-dev/truce/render/world"
 	"github.com/truce-dev/truce/report"
+	"github.com/truce-dev/truce/schema/toolkit"
 	"github.com/truce-dev/truce/simulate"
 )
 
@@ -34,6 +36,14 @@ type Input struct {
 	// (policies, bindings, webhook configurations, namespaces, CRDs,
 	// existing objects).
 	Cluster []manifest.Object
+	// World names the entry point the repository was read from
+	// (render/world), "" for a repository read as it is.
+	World string
+	// Units are the units followed from the entry point; those that
+	// could not be rendered are reported as such.
+	Units []*world.Unit
+	// Notes are what reading the world assumed (a synthesized bootstrap).
+	Notes []string
 }
 
 // Options configure a check.
@@ -58,6 +68,56 @@ type Repository struct {
 	scopes map[k8sschema.GroupKind]bool
 	// Findings are problems in the settings.
 	Findings []report.Finding
+	// Unknown are manifests of a kind no CRD defines (not in the
+	// repository, -c or the cluster): left out of the simulations and
+	// reported Unpredictable.
+	Unknown []simulate.Desired
+}
+
+// defaultNamespace is the namespace a namespaced manifest without one
+// lands in: the Application's destination namespace (Argo CD sets it),
+// else the API server's "default".
+func (r *Repository) defaultNamespace(d simulate.Desired) string {
+	if u := d.Source.Unit; u.Kind == "Application" {
+		for _, app := range r.Settings.Applications {
+			if app.Name == u.Name && app.Namespace == u.Namespace && app.DestinationNamespace != "" {
+				return app.DestinationNamespace
+			}
+		}
+	}
+	return "default"
+}
+
+// unknownObjects are the report's objects for the manifests of setup s
+// whose kind no CRD defines.
+func (r *Repository) unknownObjects(s *simulate.Setup) []report.Object {
+	var out []report.Object
+	for _, d := range r.Unknown {
+		if !d.Source.Unit.IsZero() && setupOf(d.Source.Unit) != [2]string{s.Tool, s.Unit} {
+			continue
+		}
+		gvk := d.Object.GroupVersionKind()
+		reason := fmt.Sprintf("no CRD for %s: pass it with -c or check against a cluster", gvk.GroupKind())
+		switch s.Tool {
+		case "flux":
+			reason += "; Flux would fail the whole Kustomization, whose dry run refuses unknown kinds, and apply none of it"
+		case "argocd":
+			reason += "; Argo CD would fail the sync, whose dry run refuses unknown kinds, unless the Application sets SkipDryRunOnMissingResource=true"
+		}
+		out = append(out, report.Object{Object: cluster.RefOf(d.Object).String(), Source: d.Source.String(), Verdict: simulate.Unpredictable, Reason: reason})
+	}
+	return out
+}
+
+// setupOf is the tool and unit name of the setup that applies unit u.
+func setupOf(u manifest.Unit) [2]string {
+	switch u.Kind {
+	case "Application":
+		return [2]string{"argocd", u.Name}
+	case "HelmRelease":
+		return [2]string{"flux", simulate.HelmReleaseUnit(u.Name)}
+	}
+	return [2]string{"flux", u.Name}
 }
 
 // isAdmissionConfig reports whether obj configures admission. Webhook
@@ -114,6 +174,11 @@ func Split(in Input) (*Repository, error) {
 		}
 		r.Desired = append(r.Desired, simulate.Desired{Object: o.Unstructured, Source: m.Source})
 	}
+	toolkitCRDs, err := missingToolkitCRDs(r.Base, r.Desired)
+	if err != nil {
+		return nil, err
+	}
+	r.Base = append(r.Base, toolkitCRDs...)
 	var rules []ignore.Rule
 	for _, tool := range []ignore.Tool{ignore.ArgoCD, ignore.Flux} {
 		rules = append(rules, settings.ComparisonFor(gitops.Unit{Tool: tool}).Rules...)
@@ -135,6 +200,60 @@ func Split(in Input) (*Repository, error) {
 		}
 	}
 	return r, nil
+}
+
+// missingToolkitCRDs returns the CRDs of the GitOps tools' own kinds
+// (Flux sources, Argo CD projects, ...) that desired objects use and no
+// CRD in base defines: the tool that reads the repository is installed
+// wherever it is used, so its kinds exist even when the repository does
+// not hold their CRDs.
+func missingToolkitCRDs(base []manifest.Object, desired []simulate.Desired) ([]manifest.Object, error) {
+	defined := map[k8sschema.GroupKind]bool{}
+	for _, o := range append(base, desiredObjects(desired)...) {
+		if o.Object.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		group, _, _ := unstructured.NestedString(o.Object.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(o.Object.Object, "spec", "names", "kind")
+		defined[k8sschema.GroupKind{Group: group, Kind: kind}] = true
+	}
+	var need []k8sschema.GroupKind
+	for _, d := range desired {
+		gk := d.Object.GroupVersionKind().GroupKind()
+		if !defined[gk] && toolkit.Has(gk) {
+			defined[gk] = true
+			need = append(need, gk)
+		}
+	}
+	if len(need) == 0 {
+		return nil, nil
+	}
+	crds, err := toolkit.CRDsFor(need)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]manifest.Object, len(crds))
+	for i, c := range crds {
+		out[i] = manifest.Object{Source: manifest.Source{File: "(" + toolkitSource(c) + ")"}, Object: c}
+	}
+	return out, nil
+}
+
+// toolkitSource names where an embedded CRD comes from.
+func toolkitSource(crd *unstructured.Unstructured) string {
+	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+	if strings.HasSuffix(group, "argoproj.io") {
+		return "Argo CD's CRD, built into truce"
+	}
+	return "Flux's CRD, built into truce"
+}
+
+func desiredObjects(desired []simulate.Desired) []manifest.Object {
+	out := make([]manifest.Object, len(desired))
+	for i, d := range desired {
+		out[i] = manifest.Object{Source: d.Source, Object: d.Object}
+	}
+	return out
 }
 
 // ruleFinding is an ignore rule's finding as the report shows it: the

@@ -18,6 +18,10 @@ type Request struct {
 	Options Options
 	// Verify verifies each fix by simulating again with it in place.
 	Verify bool
+	// Load reads the input again with a fix's files over it; nil reads
+	// it from Sources (NewLoader). A repository read through its entry
+	// points needs WorldLoader.
+	Load Loader
 }
 
 // Run checks the input of req: the simulations, and for each problem the
@@ -26,7 +30,10 @@ type Request struct {
 func Run(ctx context.Context, req Request) (*Outcome, error) {
 	var load Loader
 	if req.Verify {
-		load = NewLoader(req.Sources, req.Input)
+		load = req.Load
+		if load == nil {
+			load = NewLoader(req.Sources, req.Input)
+		}
 	}
 	var read fix.Reader
 	if req.Sources.git() {
@@ -132,7 +139,12 @@ func Fix(ctx context.Context, req Request, opts FixOptions) (*Applied, error) {
 		overlay = nil
 	}
 	// Check again: with the files written, or over the overlay.
-	in, err := LoadOver(ctx, Sources{Repository: req.Sources.Repository, Cluster: req.Sources.Cluster}, overlay, nil)
+	var in Input
+	if req.Load != nil {
+		in, err = req.Load(ctx, overlay)
+	} else {
+		in, err = LoadOver(ctx, Sources{Repository: req.Sources.Repository, Cluster: req.Sources.Cluster}, overlay, nil)
+	}
 	if err != nil {
 		return a, err
 	}

@@ -55,12 +55,19 @@ func Check(ctx context.Context, in Input, opts Options, load Loader, read fix.Re
 	}
 	out := &Outcome{Report: &report.Report{}}
 	out.Report.Findings = append(out.Report.Findings, repo.Findings...)
+	for _, n := range in.Notes {
+		out.Report.Findings = append(out.Report.Findings, report.Finding{Message: n})
+	}
+	failed := unrendered(in)
 	for _, s := range setups {
+		if failed[[2]string{s.Tool, s.Unit}] {
+			continue // reported by unitRuns
+		}
 		res, err := repo.Simulate(ctx, s, s.Desired, opts)
 		if err != nil {
 			return nil, fmt.Errorf("simulating %s: %w", unitName(s.Tool, s.Unit), err)
 		}
-		run := report.Run{Tool: res.Tool, Unit: res.Unit, Settings: res.Settings, Window: res.Window, Simulated: res.Simulated}
+		run := report.Run{World: in.World, Tool: res.Tool, Unit: res.Unit, Settings: res.Settings, Window: res.Window, Simulated: res.Simulated}
 		for _, o := range res.Objects {
 			ro := reportObject(o, res)
 			if o.Verdict.Problem() {
@@ -78,8 +85,10 @@ func Check(ctx context.Context, in Input, opts Options, load Loader, read fix.Re
 			}
 			run.Objects = append(run.Objects, ro)
 		}
+		run.Objects = append(run.Objects, repo.unknownObjects(s)...)
 		out.Report.Runs = append(out.Report.Runs, run)
 	}
+	out.Report.Runs = append(out.Report.Runs, unitRuns(in)...)
 	return out, nil
 }
 
@@ -97,10 +106,8 @@ func Prepare(ctx context.Context, in Input, opts Options, scopes map[k8sschema.G
 	}
 	repo.scopes = scopes
 	var mapper meta.RESTMapper
-	for i, d := range repo.Desired {
-		if d.Object.GetNamespace() != "" {
-			continue
-		}
+	kept := repo.Desired[:0]
+	for _, d := range repo.Desired {
 		gvk := d.Object.GroupVersionKind()
 		namespaced, known := scopes[gvk.GroupKind()]
 		if !known {
@@ -116,17 +123,24 @@ func Prepare(ctx context.Context, in Input, opts Options, scopes map[k8sschema.G
 				defer c.Close()
 			}
 			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-			namespaced = err == nil && m.Scope.Name() == meta.RESTScopeNameNamespace
-			if err == nil {
-				scopes[gvk.GroupKind()] = namespaced
+			if err != nil {
+				// No CRD anywhere: what the server would do with it is
+				// unknown, and it must not turn its unit's other
+				// objects into noise.
+				repo.Unknown = append(repo.Unknown, d)
+				continue
 			}
+			namespaced = m.Scope.Name() == meta.RESTScopeNameNamespace
+			scopes[gvk.GroupKind()] = namespaced
 		}
-		if namespaced {
+		if namespaced && d.Object.GetNamespace() == "" {
 			o := d.Object.DeepCopy()
-			o.SetNamespace("default")
-			repo.Desired[i].Object = o
+			o.SetNamespace(repo.defaultNamespace(d))
+			d.Object = o
 		}
+		kept = append(kept, d)
 	}
+	repo.Desired = kept
 	return repo, nil
 }
 

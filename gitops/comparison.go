@@ -34,6 +34,9 @@ type Unit struct {
 	// Kustomization is the Flux Kustomization; nil selects every
 	// Kustomization of the settings (with none: Flux's defaults).
 	Kustomization *FluxKustomization
+	// HelmRelease is a Flux HelmRelease; it takes the place of
+	// Kustomization.
+	HelmRelease *FluxHelmRelease
 }
 
 // Comparison is how a GitOps tool compares Git with the cluster for a
@@ -85,6 +88,10 @@ func (s *Settings) ComparisonFor(u Unit) Comparison {
 	switch tool {
 	case ignore.Flux:
 		c.Strategy = StrategyFlux
+		if u.HelmRelease != nil {
+			c.Rules = u.HelmRelease.Rules()
+			break
+		}
 		ks := s.Kustomizations
 		if u.Kustomization != nil {
 			ks = []*FluxKustomization{u.Kustomization}

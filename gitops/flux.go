@@ -33,12 +33,16 @@ type FluxIgnore struct {
 
 // Rules returns .spec.ignore as ignore rules.
 func (k *FluxKustomization) Rules() []ignore.Rule {
-	out := make([]ignore.Rule, 0, len(k.Ignore))
-	for i, ig := range k.Ignore {
+	return fluxRules(k.Source, "spec.ignore", k.Ignore)
+}
+
+func fluxRules(source manifest.Source, field string, ignores []FluxIgnore) []ignore.Rule {
+	out := make([]ignore.Rule, 0, len(ignores))
+	for i, ig := range ignores {
 		r := ignore.Rule{
 			Tool:         ignore.Flux,
-			Source:       k.Source.String(),
-			Field:        fmt.Sprintf("spec.ignore[%d]", i),
+			Source:       source.String(),
+			Field:        fmt.Sprintf("%s[%d]", field, i),
 			JSONPointers: ig.Paths,
 		}
 		if ig.Target != nil {
@@ -63,22 +67,67 @@ func ParseFluxKustomization(o Object) (*FluxKustomization, []Warning, error) {
 		Force:           r.boolean(m, "spec.force", "spec", "force"),
 		TargetNamespace: r.str(m, "spec.targetNamespace", "spec", "targetNamespace"),
 	}
-	if v := r.str(m, "spec.interval", "spec", "interval"); v != "" {
-		d, err := time.ParseDuration(v)
-		switch {
-		case err != nil:
-			r.fail("spec.interval", "%q is not a duration such as 10m or 1h30m", v)
-		case d <= 0:
-			r.fail("spec.interval", "must be positive, got %s", v)
-		default:
-			k.Interval = d
-		}
+	k.Interval = r.interval(m)
+	k.Ignore = r.ignores(m, "spec.ignore", "spec", "ignore")
+	if err := errors.Join(r.err(), ruleErrors(k.Rules())); err != nil {
+		return nil, nil, err
 	}
-	for i, e := range r.maps(m, "spec.ignore", "spec", "ignore") {
+	return k, nil, nil
+}
+
+// FluxHelmRelease is a helm.toolkit.fluxcd.io HelmRelease, as far as
+// comparing goes; render/flux reads the rest.
+type FluxHelmRelease struct {
+	Source          manifest.Source
+	Name, Namespace string
+	Interval        time.Duration
+	// Ignore is spec.driftDetection.ignore.
+	Ignore []FluxIgnore
+}
+
+// Rules returns spec.driftDetection.ignore as ignore rules.
+func (h *FluxHelmRelease) Rules() []ignore.Rule {
+	return fluxRules(h.Source, "spec.driftDetection.ignore", h.Ignore)
+}
+
+// ParseFluxHelmRelease reads a HelmRelease.
+func ParseFluxHelmRelease(o Object) (*FluxHelmRelease, error) {
+	r := &reader{source: o.where().String()}
+	h := &FluxHelmRelease{Source: o.where(), Name: o.GetName(), Namespace: o.GetNamespace()}
+	h.Interval = r.interval(o.Object)
+	h.Ignore = r.ignores(o.Object, "spec.driftDetection.ignore", "spec", "driftDetection", "ignore")
+	if err := errors.Join(r.err(), ruleErrors(h.Rules())); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// interval reads spec.interval.
+func (r *reader) interval(m map[string]any) time.Duration {
+	v := r.str(m, "spec.interval", "spec", "interval")
+	if v == "" {
+		return 0
+	}
+	d, err := time.ParseDuration(v)
+	switch {
+	case err != nil:
+		r.fail("spec.interval", "%q is not a duration such as 10m or 1h30m", v)
+	case d <= 0:
+		r.fail("spec.interval", "must be positive, got %s", v)
+	default:
+		return d
+	}
+	return 0
+}
+
+// ignores reads a list of Flux ignore entries (paths and a target).
+func (r *reader) ignores(m map[string]any, field string, path ...string) []FluxIgnore {
+	var out []FluxIgnore
+	for i, e := range r.maps(m, field, path...) {
 		if e == nil {
 			continue
 		}
-		f := fmt.Sprintf("spec.ignore[%d]", i)
+		f := fmt.Sprintf("%s[%d]", field, i)
 		ig := FluxIgnore{Paths: r.strings(e, f+".paths", "paths")}
 		if len(ig.Paths) == 0 {
 			r.fail(f+".paths", "at least one JSON pointer is required")
@@ -95,10 +144,7 @@ func ParseFluxKustomization(o Object) (*FluxKustomization, []Warning, error) {
 				AnnotationSelector: r.str(t, tf+".annotationSelector", "annotationSelector"),
 			}
 		}
-		k.Ignore = append(k.Ignore, ig)
+		out = append(out, ig)
 	}
-	if err := errors.Join(r.err(), ruleErrors(k.Rules())); err != nil {
-		return nil, nil, err
-	}
-	return k, nil, nil
+	return out
 }

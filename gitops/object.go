@@ -47,6 +47,7 @@ func (w Warning) String() string { return w.Source.String() + ": " + w.Field + "
 type Settings struct {
 	Applications   []*ArgoApplication
 	Kustomizations []*FluxKustomization
+	HelmReleases   []*FluxHelmRelease
 	// ArgoConfig is read from argocd-cm and argocd-cmd-params-cm. When the
 	// objects do not include them it holds Argo CD's defaults, with an
 	// empty Source.
@@ -92,6 +93,13 @@ func Discover(objs []Object) (*Settings, []Object, error) {
 				continue
 			}
 			s.Kustomizations = append(s.Kustomizations, k)
+		case gvk.Group == "helm.toolkit.fluxcd.io" && gvk.Kind == "HelmRelease":
+			h, err := ParseFluxHelmRelease(o)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			s.HelmReleases = append(s.HelmReleases, h)
 		case gvk.Group == "" && gvk.Kind == "ConfigMap" && o.GetName() == argoCMName:
 			if cm != nil {
 				errs = append(errs, fmt.Errorf("%s: a second %s ConfigMap (the first is at %s); truce reads one Argo CD instance per run", o.where(), argoCMName, cm.where()))

@@ -28,6 +28,26 @@ type Source struct {
 	// cannot be traced back to a line of a template.
 	Renderer   Renderer
 	RenderRoot string
+	// Unit is the GitOps unit that applies the object, when the
+	// repository was read through its entry points (see package
+	// render/world); zero otherwise.
+	Unit Unit
+}
+
+// Unit names an Argo CD Application, a Flux Kustomization or a Flux
+// HelmRelease: what applies an object.
+type Unit struct {
+	Kind, Namespace, Name string
+}
+
+// IsZero reports whether u names no unit.
+func (u Unit) IsZero() bool { return u == Unit{} }
+
+func (u Unit) String() string {
+	if u.Namespace == "" {
+		return u.Kind + " " + u.Name
+	}
+	return u.Kind + " " + u.Namespace + "/" + u.Name
 }
 
 // Renderer names a template engine GitOps tools render sources with.

@@ -145,6 +145,23 @@ func diskTree(dir string, opts Options) (*tree, string, func(), error) {
 	return t, start, func() { root.Close() }, nil
 }
 
+// RepositoryRoot is the root LoadPaths confines a directory to when
+// Options.RepositoryRoot is empty: the top of the Git work tree that holds
+// path, else path itself (made absolute, symlinks resolved).
+func RepositoryRoot(path string) (string, error) {
+	real, err := filepath.Abs(path)
+	if err == nil {
+		real, err = filepath.EvalSymlinks(real)
+	}
+	if err != nil {
+		return "", err
+	}
+	if info, err := os.Stat(real); err == nil && !info.IsDir() {
+		real = filepath.Dir(real)
+	}
+	return gitTopLevel(real), nil
+}
+
 // gitTopLevel returns the nearest directory at or above dir that holds a
 // .git entry (a directory, or a file for worktrees and submodules), or dir
 // when there is none.

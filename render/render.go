@@ -8,7 +8,6 @@ package render
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 
@@ -76,9 +75,4 @@ func DefaultCacheDir() string {
 		dir = os.TempDir()
 	}
 	return filepath.Join(dir, "truce")
-}
-
-// errorf wraps err with what was being rendered.
-func errorf(what string, err error) error {
-	return fmt.Errorf("rendering %s: %w", what, err)
 }

@@ -188,10 +188,10 @@ func toolTitle(tool string) string {
 
 // runName names a run: "argocd shop", or "flux" for the tool's defaults.
 func runName(run *Run) string {
-	if run.Unit == "" {
+	if run.UnitLabel() == "" {
 		return run.Tool
 	}
-	return run.Tool + " " + run.Unit
+	return run.Tool + " " + run.UnitLabel()
 }
 
 // sentence ends s with a full stop unless it already ends a sentence.

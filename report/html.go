@@ -132,7 +132,7 @@ func buildHTMLView(r *Report) *htmlView {
 	for i := range r.Runs {
 		run := &r.Runs[i]
 		hr := htmlRun{
-			Tool: toolTitle(run.Tool), Unit: run.Unit, Settings: run.Settings,
+			Tool: toolTitle(run.Tool), Unit: run.UnitLabel(), Settings: run.Settings,
 			Window: clockDuration(run.Window), Simulated: clockDuration(run.Simulated),
 			Objects: len(run.Objects),
 		}
@@ -181,7 +181,7 @@ func buildProblem(n int, run *Run, o *Object) *htmlProblem {
 	m := metaOf(o.Verdict)
 	p := &htmlProblem{
 		N: n, ID: "problem-" + strconv.Itoa(n),
-		Run: runTitle(run), Tool: run.Tool, Unit: run.Unit,
+		Run: runTitle(run), Tool: run.Tool, Unit: run.UnitLabel(),
 		Object: o.Object, Source: o.Source,
 		Verdict: o.Verdict, Class: m.CSS, Reason: o.Reason,
 		Writes: o.Writes, Window: clockDuration(run.Window),

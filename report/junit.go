@@ -79,14 +79,14 @@ func WriteJUnit(w io.Writer, r *Report) error {
 		s := junitSuite{Name: runName(run), Time: "0"}
 		s.Properties = &junitProperties{Property: []junitProperty{
 			{Name: "tool", Value: run.Tool},
-			{Name: "unit", Value: run.Unit},
+			{Name: "unit", Value: run.UnitLabel()},
 			{Name: "settings", Value: xmlText(run.Settings)},
 			{Name: "window", Value: run.Window.String()},
 			{Name: "simulated", Value: run.Simulated.String()},
 		}}
 		classname := run.Tool
-		if run.Unit != "" {
-			classname += "/" + run.Unit
+		if run.UnitLabel() != "" {
+			classname += "/" + run.UnitLabel()
 		}
 		for j := range run.Objects {
 			o := &run.Objects[j]

@@ -23,6 +23,11 @@ type Report struct {
 
 // Run is one simulation.
 type Run struct {
+	// World is the entry point the unit was reached from (a Flux cluster
+	// directory, the paths checked), when the repository was read
+	// through its entry points; several clusters in one repository are
+	// told apart by it.
+	World     string        `json:"world,omitempty"`
 	Tool      string        `json:"tool"`
 	Unit      string        `json:"unit,omitempty"`
 	Settings  string        `json:"settings"`
@@ -153,4 +158,16 @@ func (r *Report) Failed() bool {
 		}
 	}
 	return false
+}
+
+// UnitLabel names the run's unit with its world: "clusters/staging:
+// apps", or the unit alone.
+func (r *Run) UnitLabel() string {
+	if r.World == "" {
+		return r.Unit
+	}
+	if r.Unit == "" {
+		return r.World + ": (defaults)"
+	}
+	return r.World + ": " + r.Unit
 }

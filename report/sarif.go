@@ -82,7 +82,7 @@ func WriteSARIF(w io.Writer, r *Report, toolVersion string) error {
 	for i := range r.Runs {
 		ru := &r.Runs[i]
 		props.Runs = append(props.Runs, sarifRunSketch{
-			Tool: ru.Tool, Unit: ru.Unit, Settings: ru.Settings,
+			Tool: ru.Tool, Unit: ru.UnitLabel(), Settings: ru.Settings,
 			WindowSeconds: ru.Window.Seconds(), SimulatedSeconds: ru.Simulated.Seconds(),
 			Objects: len(ru.Objects),
 		})
@@ -200,7 +200,7 @@ func sarifObjectResult(run *Run, o *Object, index map[string]int) keyedResult {
 	}
 
 	props := &sarifResultProps{
-		Tool: run.Tool, Unit: run.Unit, Object: o.Object, Verdict: string(o.Verdict), Writes: o.Writes,
+		Tool: run.Tool, Unit: run.UnitLabel(), Object: o.Object, Verdict: string(o.Verdict), Writes: o.Writes,
 	}
 	for _, f := range o.Fields {
 		props.Fields = append(props.Fields, f.Pointer)
@@ -212,7 +212,7 @@ func sarifObjectResult(run *Run, o *Object, index map[string]int) keyedResult {
 		}
 	}
 	loc, key := sarifLocationOf(o.Source, o.Object)
-	key.tool, key.unit, key.object, key.rule = run.Tool, run.Unit, o.Object, m.Rule
+	key.tool, key.unit, key.object, key.rule = run.Tool, run.UnitLabel(), o.Object, m.Rule
 	res := keyedResult{key: key, Result: sarif.Result{
 		RuleID:    m.Rule,
 		RuleIndex: index[m.Rule],
@@ -220,7 +220,7 @@ func sarifObjectResult(run *Run, o *Object, index map[string]int) keyedResult {
 		Message:   sarif.Message{Text: text, Markdown: md},
 		Locations: []sarif.Location{loc},
 		PartialFingerprints: map[string]string{
-			sarifFingerprint: sarif.Fingerprint(run.Tool, run.Unit, o.Object, m.Rule),
+			sarifFingerprint: sarif.Fingerprint(run.Tool, run.UnitLabel(), o.Object, m.Rule),
 		},
 		Properties: props,
 	}}
@@ -250,10 +250,10 @@ func sarifFindingResult(f Finding, index map[string]int) keyedResult {
 
 // runTitle names a run for a sentence: "Argo CD (shop)".
 func runTitle(run *Run) string {
-	if run.Unit == "" {
+	if run.UnitLabel() == "" {
 		return toolTitle(run.Tool)
 	}
-	return toolTitle(run.Tool) + " (" + run.Unit + ")"
+	return toolTitle(run.Tool) + " (" + run.UnitLabel() + ")"
 }
 
 func codeList(items []string) string {

@@ -57,7 +57,7 @@ func WriteText(w io.Writer, r *Report, opts TextOptions) error {
 		for i, v := range simulate.Verdicts() {
 			cells[i] = fmt.Sprint(counts[v])
 		}
-		unit := run.Unit
+		unit := run.UnitLabel()
 		if unit == "" {
 			unit = "(defaults)"
 		}
@@ -67,7 +67,7 @@ func WriteText(w io.Writer, r *Report, opts TextOptions) error {
 		return err
 	}
 	for _, run := range r.Runs {
-		unit := run.Unit
+		unit := run.UnitLabel()
 		if unit == "" {
 			unit = "defaults"
 		}

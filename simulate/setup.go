@@ -44,8 +44,13 @@ func Setups(s *gitops.Settings, desired []Desired) ([]*Setup, error) {
 	if s == nil {
 		s = &gitops.Settings{}
 	}
+	byUnit := rendered(desired)
 	for _, app := range s.Applications {
-		setup, err := argoSetup(s, app, under(desired, app.Paths, len(s.Applications)))
+		mine := under(desired, app.Paths, len(s.Applications))
+		if byUnit != nil {
+			mine = byUnit[manifest.Unit{Kind: "Application", Namespace: app.Namespace, Name: app.Name}]
+		}
+		setup, err := argoSetup(s, app, mine)
 		if err != nil {
 			return nil, fmt.Errorf("%s: ignore rules: %w", app.Source, err)
 		}
@@ -56,7 +61,14 @@ func Setups(s *gitops.Settings, desired []Desired) ([]*Setup, error) {
 		if k.Path != "" {
 			paths = append(paths, k.Path)
 		}
-		out = append(out, fluxSetup(s, k, under(desired, paths, len(s.Kustomizations))))
+		mine := under(desired, paths, len(s.Kustomizations))
+		if byUnit != nil {
+			mine = byUnit[manifest.Unit{Kind: "Kustomization", Namespace: k.Namespace, Name: k.Name}]
+		}
+		out = append(out, fluxSetup(s, k, mine))
+	}
+	for _, hr := range s.HelmReleases {
+		out = append(out, helmSetup(s, hr, byUnit[manifest.Unit{Kind: "HelmRelease", Namespace: hr.Namespace, Name: hr.Name}]))
 	}
 	if len(out) > 0 {
 		return out, nil
@@ -132,6 +144,41 @@ func fluxSetup(s *gitops.Settings, k *gitops.FluxKustomization, desired []Desire
 	}
 	return setup
 }
+
+// rendered groups desired by the unit that applies each, nil when the
+// repository was not read through its entry points.
+func rendered(desired []Desired) map[manifest.Unit][]Desired {
+	var out map[manifest.Unit][]Desired
+	for _, d := range desired {
+		if d.Source.Unit.IsZero() {
+			continue
+		}
+		if out == nil {
+			out = map[manifest.Unit][]Desired{}
+		}
+		out[d.Source.Unit] = append(out[d.Source.Unit], d)
+	}
+	return out
+}
+
+// helmSetup simulates a HelmRelease. helm-controller (Helm 4) installs the
+// chart with server-side apply; its drift is judged as Flux judges it, by
+// server-side dry run. Its own drift detection (off by default) is not
+// told apart yet: drift is corrected every interval, as with
+// driftDetection.mode enabled.
+func helmSetup(s *gitops.Settings, hr *gitops.FluxHelmRelease, desired []Desired) *Setup {
+	rules := drift.FluxRules(s.ComparisonFor(gitops.Unit{Tool: ignore.Flux, HelmRelease: hr}).Rules)
+	setup := &Setup{Tool: "flux", Unit: HelmReleaseUnit(hr.Name), Source: hr.Source, Desired: desired}
+	setup.build = func(d []Desired, _ []schema.GroupVersionKind) (Tool, error) {
+		return &Flux{Kustomization: hr.Name, Namespace: hr.Namespace, Interval: hr.Interval,
+			Rules: rules, Desired: d}, nil
+	}
+	return setup
+}
+
+// HelmReleaseUnit names a HelmRelease's setup: "HelmRelease NAME", since
+// a Kustomization of the same name is usual.
+func HelmReleaseUnit(name string) string { return "HelmRelease " + name }
 
 // under picks the manifests whose file lies under one of paths (a
 // repository path as written in an Application or Kustomization). With a

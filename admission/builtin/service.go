@@ -1,9 +1,9 @@
 package builtin
 
 import (
-	"errors"
 	"fmt"
 	"net"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -43,7 +43,7 @@ func NewServiceStore(serviceClusterIPRange string) (*genericregistry.Store, erro
 		ResourcePrefix: "services",
 	}
 	rest, _, _, err := servicestorage.NewREST(opts, api.IPv4Protocol,
-		map[api.IPFamily]ipallocator.Interface{api.IPv4Protocol: dryRunIPs{cidr: *cidr}}, noPorts{}, nil, nil, nil)
+		map[api.IPFamily]ipallocator.Interface{api.IPv4Protocol: dryRunIPs{cidr: *cidr}}, newNodePorts(), nil, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("building the Service registry: %w", err)
 	}
@@ -56,8 +56,6 @@ func noStorage(*storagebackend.ConfigForResource, string, func(runtime.Object) (
 	func() runtime.Object, storage.AttrFunc, storage.IndexerFuncs, *cache.Indexers) (storage.Interface, factory.DestroyFunc, error) {
 	return nil, func() {}, nil
 }
-
-var errNotDryRun = errors.New("truce only performs dry-run allocations")
 
 // dryRunIPs answers like ipallocator.Allocator in dry-run mode.
 type dryRunIPs struct{ cidr net.IPNet }
@@ -78,16 +76,72 @@ func (a dryRunIPs) Destroy()                      {}
 func (a dryRunIPs) EnableMetrics()                {}
 func (a dryRunIPs) DryRun() ipallocator.Interface { return a }
 
-// noPorts is an empty node-port range; in dry-run mode the upstream
-// operation picks ports itself and only asks whether one is taken.
-type noPorts struct{}
+// nodePorts is kube-apiserver's default --service-node-port-range
+// (30000-32767) for the in-process cluster's own writes, which are not dry
+// runs: a Service of type NodePort or LoadBalancer gets a port, as on a
+// real server. Ports are handed out lowest first rather than at random,
+// so that reports are the same on every run; a dry run never asks (the
+// upstream operation makes up a port above 32768 and only asks Has).
+type nodePorts struct {
+	mu   sync.Mutex
+	used map[int]bool
+}
 
-func (noPorts) Allocate(int) error         { return errNotDryRun }
-func (noPorts) AllocateNext() (int, error) { return 0, errNotDryRun }
-func (noPorts) Release(int) error          { return nil }
-func (noPorts) ForEach(func(int))          {}
-func (noPorts) Has(int) bool               { return false }
-func (noPorts) Destroy()                   {}
-func (noPorts) EnableMetrics()             {}
+const firstNodePort, lastNodePort = 30000, 32767
 
-var _ portallocator.Interface = noPorts{}
+func newNodePorts() *nodePorts { return &nodePorts{used: map[int]bool{}} }
+
+func (p *nodePorts) Allocate(port int) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if port < firstNodePort || port > lastNodePort {
+		return &portallocator.ErrNotInRange{ValidPorts: fmt.Sprintf("%d-%d", firstNodePort, lastNodePort)}
+	}
+	if p.used[port] {
+		return portallocator.ErrAllocated
+	}
+	p.used[port] = true
+	return nil
+}
+
+func (p *nodePorts) AllocateNext() (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for port := firstNodePort; port <= lastNodePort; port++ {
+		if !p.used[port] {
+			p.used[port] = true
+			return port, nil
+		}
+	}
+	return 0, portallocator.ErrFull
+}
+
+func (p *nodePorts) Release(port int) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.used, port)
+	return nil
+}
+
+func (p *nodePorts) ForEach(f func(int)) {
+	p.mu.Lock()
+	ports := make([]int, 0, len(p.used))
+	for port := range p.used {
+		ports = append(ports, port)
+	}
+	p.mu.Unlock()
+	for _, port := range ports {
+		f(port)
+	}
+}
+
+func (p *nodePorts) Has(port int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.used[port]
+}
+
+func (p *nodePorts) Destroy()       {}
+func (p *nodePorts) EnableMetrics() {}
+
+var _ portallocator.Interface = (*nodePorts)(nil)

@@ -41,9 +41,21 @@ import (
 //     scheme, rather than legacyscheme.Scheme itself, keeps the set of
 //     defaulted groups independent of what else is linked into the binary.
 var (
-	typesScheme    = clientscheme.Scheme
+	typesScheme    = newTypesScheme()
 	defaultsScheme = newDefaultsScheme()
 )
+
+// newTypesScheme is client-go's scheme as its own registration builds it.
+// Libraries linked into truce register more kinds in the shared
+// clientscheme.Scheme (Helm adds CustomResourceDefinition), which would
+// make those kinds look built-in here.
+func newTypesScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientscheme.AddToScheme(s); err != nil {
+		panic(fmt.Sprintf("client-go's scheme: %v", err))
+	}
+	return s
+}
 
 func newDefaultsScheme() *runtime.Scheme {
 	s := runtime.NewScheme()

@@ -21,6 +21,7 @@ import (
 // its steps, as in kubectl's commands.
 type checkOptions struct {
 	clusterFlags
+	renderFlags
 	format      string
 	output      string
 	color       string
@@ -89,6 +90,7 @@ stays OutOfSync, 2 error.`,
 	}
 	f := cmd.Flags()
 	o.clusterFlags.register(f)
+	o.renderFlags.register(f)
 	f.StringVar(&o.format, "format", "text", "output format: "+checkFormats)
 	f.StringVarP(&o.output, "output", "o", "", "write the report to this file (atomically) instead of stdout")
 	f.StringVar(&o.color, "color", "auto", "colour the text output: auto (when stdout is a terminal), always or never")
@@ -130,17 +132,28 @@ func (o *checkOptions) validate() error {
 // run checks, adds truce lint's findings and prints the report.
 func (o *checkOptions) run(cmd *cobra.Command) error {
 	ctx := cmd.Context()
-	req, err := loadCheckRequest(ctx, cmd, &o.clusterFlags, o.args, o.ref, o.kubeconfig, o.kubeContext)
+	reqs, err := loadCheckRequests(ctx, cmd, &o.clusterFlags, &o.renderFlags, o.args, o.ref, o.kubeconfig, o.kubeContext)
 	if err != nil {
 		return err
 	}
-	req.Options.Simulation = simulate.Options{Window: o.window, MaxRounds: o.rounds}
-	req.Verify = !o.noVerify
-	outcome, err := check.Run(ctx, req)
-	if err != nil {
-		return err
+	var outcome *check.Outcome
+	var checked []manifest.Object
+	for _, req := range reqs {
+		req.Options.Simulation = simulate.Options{Window: o.window, MaxRounds: o.rounds}
+		req.Verify = !o.noVerify
+		got, err := check.Run(ctx, req)
+		if err != nil {
+			return err
+		}
+		if outcome == nil {
+			outcome = got
+		} else {
+			outcome.Report.Runs = append(outcome.Report.Runs, got.Report.Runs...)
+			outcome.Report.Findings = append(outcome.Report.Findings, got.Report.Findings...)
+		}
+		checked = append(append(checked, req.Input.Repository...), req.Input.Cluster...)
 	}
-	if err := addLintFindings(ctx, outcome.Report, append(append([]manifest.Object{}, req.Input.Repository...), req.Input.Cluster...)); err != nil {
+	if err := addLintFindings(ctx, outcome.Report, checked); err != nil {
 		return err
 	}
 	if err := o.print(cmd, outcome.Report); err != nil {

@@ -20,6 +20,7 @@ import (
 // steps, as in kubectl's commands.
 type fixOptions struct {
 	clusterFlags
+	renderFlags
 	dryRun bool
 	kinds  []string
 	object string
@@ -69,6 +70,7 @@ Exit status: 0 everything settles after the fixes, 1 something still does not,
 	}
 	f := cmd.Flags()
 	o.clusterFlags.register(f)
+	o.renderFlags.register(f)
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the changes instead of writing them")
 	f.StringSliceVar(&o.kinds, "kind", nil, "fix kinds to use, in order: "+fixKindList()+" (default: the first verified)")
 	f.StringVar(&o.object, "object", "", "fix only objects whose name (Kind[.group]/namespace/name) contains this")
@@ -114,25 +116,30 @@ func (o *fixOptions) validate() error {
 // run applies the fixes and prints what was done.
 func (o *fixOptions) run(cmd *cobra.Command) error {
 	ctx := cmd.Context()
-	req, err := loadCheckRequest(ctx, cmd, &o.clusterFlags, o.args, "", "", "")
+	reqs, err := loadCheckRequests(ctx, cmd, &o.clusterFlags, &o.renderFlags, o.args, "", "", "")
 	if err != nil {
 		return err
 	}
-	req.Options.Simulation = simulate.Options{Window: o.window, MaxRounds: o.rounds}
-	applied, err := check.Fix(ctx, req, check.FixOptions{Kinds: o.fixKinds, Object: o.object, DryRun: o.dryRun})
-	if applied != nil {
-		printFixes(cmd.OutOrStdout(), applied, o.dryRun)
-	}
-	if err != nil {
-		return err
-	}
-	if applied.After == nil {
-		if applied.Before.Report.Failed() {
-			return exitError{exitFound}
+	failed := false
+	for _, req := range reqs {
+		req.Options.Simulation = simulate.Options{Window: o.window, MaxRounds: o.rounds}
+		applied, err := check.Fix(ctx, req, check.FixOptions{Kinds: o.fixKinds, Object: o.object, DryRun: o.dryRun})
+		if applied != nil {
+			if req.Input.World != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s:\n", req.Input.World)
+			}
+			printFixes(cmd.OutOrStdout(), applied, o.dryRun)
 		}
-		return nil
+		if err != nil {
+			return err
+		}
+		after := applied.After
+		if after == nil {
+			after = applied.Before
+		}
+		failed = failed || after.Report.Failed()
 	}
-	if applied.After.Report.Failed() {
+	if failed {
 		return exitError{exitFound}
 	}
 	return nil

@@ -119,3 +119,34 @@ func decodeDocuments(data []byte) ([]*unstructured.Unstructured, error) {
 		out = append(out, obj)
 	}
 }
+
+// CRDsFor decodes the embedded CRDs that define kinds among gks, and only
+// those, so that a repository using one GitOps kind does not pay for
+// decoding them all.
+func CRDsFor(gks []schema.GroupKind) ([]*unstructured.Unstructured, error) {
+	want := map[schema.GroupKind]bool{}
+	for _, gk := range gks {
+		want[gk] = true
+	}
+	mods := modules()
+	var out []*unstructured.Unstructured
+	for _, f := range files() {
+		needed := false
+		for _, k := range f.kinds {
+			needed = needed || want[k]
+		}
+		if !needed {
+			continue
+		}
+		data, err := readGzip(f.name)
+		if err != nil {
+			return nil, fmt.Errorf("reading embedded %s (%s): %w", f.name, mods[f.module], err)
+		}
+		objs, err := decodeDocuments(data)
+		if err != nil {
+			return nil, fmt.Errorf("decoding embedded %s (%s): %w", f.name, mods[f.module], err)
+		}
+		out = append(out, objs...)
+	}
+	return out, nil
+}

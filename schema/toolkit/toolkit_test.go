@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"sort"
 	"strings"
 	"testing"
 
@@ -313,4 +314,30 @@ func FuzzDecodeDocuments(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestCRDsForDecodesOnlyWhatIsAsked(t *testing.T) {
+	for _, tc := range []struct {
+		gks  []schema.GroupKind
+		want []string
+	}{
+		{nil, nil},
+		{[]schema.GroupKind{{Group: "apps", Kind: "Deployment"}}, nil},
+		{[]schema.GroupKind{{Group: "source.toolkit.fluxcd.io", Kind: "GitRepository"}}, []string{"gitrepositories.source.toolkit.fluxcd.io"}},
+		{[]schema.GroupKind{{Group: "source.toolkit.fluxcd.io", Kind: "HelmRepository"}, {Group: "argoproj.io", Kind: "AppProject"}},
+			[]string{"appprojects.argoproj.io", "helmrepositories.source.toolkit.fluxcd.io"}},
+	} {
+		got, err := CRDsFor(tc.gks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, o := range got {
+			names = append(names, o.GetName())
+		}
+		sort.Strings(names)
+		if strings.Join(names, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("CRDsFor(%v) = %v, want %v", tc.gks, names, tc.want)
+		}
+	}
 }

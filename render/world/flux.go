@@ -1,0 +1,296 @@
+package world
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/truce-dev/truce/manifest"
+	"github.com/truce-dev/truce/render/flux"
+	"github.com/truce-dev/truce/render/helm"
+)
+
+// Flux's bootstrap names.
+const (
+	fluxSystem        = "flux-system"
+	sourceGroup       = "source.toolkit.fluxcd.io"
+	sourceExtGroup    = "source.extensions.fluxcd.io"
+	kustomizeGroup    = "kustomize.toolkit.fluxcd.io"
+	defaultFluxBranch = "main"
+)
+
+// fluxEntries finds the cluster directories under p: directories holding
+// a flux-system directory with gotk-sync.yaml or gotk-components.yaml, as
+// `flux bootstrap` writes them. Hidden directories are not searched.
+func fluxEntries(p string) ([]string, error) {
+	info, err := os.Stat(p)
+	if err != nil || !info.IsDir() {
+		return nil, nil
+	}
+	var out []string
+	err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		if path != p && strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir
+		}
+		if d.Name() != fluxSystem {
+			return nil
+		}
+		for _, f := range []string{"gotk-sync.yaml", "gotk-components.yaml"} {
+			if _, err := os.Stat(filepath.Join(path, f)); err == nil {
+				out = append(out, filepath.Dir(path))
+				return filepath.SkipDir
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("looking for Flux cluster directories in %s: %w", p, err)
+	}
+	return out, nil
+}
+
+// fluxWorld reads one cluster directory as Flux does after bootstrap: the
+// flux-system Kustomization syncs the directory from this repository, and
+// everything it applies is followed.
+func (l *loader) fluxWorld(ctx context.Context, dir string) (*World, error) {
+	s := &state{loader: l, w: &World{Name: l.rel(dir)}, seen: map[manifest.Unit]bool{}}
+	sync, err := manifest.LoadPaths(ctx, []string{filepath.Join(dir, fluxSystem, "gotk-sync.yaml")}, l.opts.Render.Manifest)
+	if err != nil {
+		sync = nil
+	}
+	var root *manifest.Object
+	for i, o := range sync {
+		gvk := o.Object.GroupVersionKind()
+		if gvk.Group == kustomizeGroup && gvk.Kind == KindKustomization {
+			root = &sync[i]
+		}
+	}
+	if root == nil {
+		repo, k := bootstrap(l.rel(dir), l.opts.RepoURLs)
+		src := manifest.Source{File: filepath.Join(dir, fluxSystem, "gotk-sync.yaml")}
+		s.w.Notes = append(s.w.Notes, fmt.Sprintf("%s holds no Kustomization: synced as `flux bootstrap` would set it up (Kustomization flux-system/flux-system over ./%s of this repository)", src.File, l.rel(dir)))
+		s.w.Base = append(s.w.Base, manifest.Object{Source: src, Object: repo})
+		sync = []manifest.Object{{Source: src, Object: repo}, {Source: src, Object: k}}
+	}
+	if err := s.add(ctx, manifest.Unit{}, sync); err != nil {
+		return nil, err
+	}
+	s.w.Units = order(s.w.Units)
+	return s.w, nil
+}
+
+// bootstrap returns the GitRepository and Kustomization `flux bootstrap`
+// generates for a cluster directory.
+func bootstrap(path string, urls []string) (repo, k *unstructured.Unstructured) {
+	url := "ssh://git@localhost/this-repository"
+	if len(urls) > 0 {
+		url = urls[0]
+	}
+	repo = &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": sourceGroup + "/v1", "kind": "GitRepository",
+		"metadata": map[string]any{"name": fluxSystem, "namespace": fluxSystem},
+		"spec": map[string]any{"interval": "1m0s", "ref": map[string]any{"branch": defaultFluxBranch},
+			"secretRef": map[string]any{"name": fluxSystem}, "url": url},
+	}}
+	k = &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": kustomizeGroup + "/v1", "kind": KindKustomization,
+		"metadata": map[string]any{"name": fluxSystem, "namespace": fluxSystem},
+		"spec": map[string]any{"interval": "10m0s", "path": "./" + path, "prune": true,
+			"sourceRef": map[string]any{"kind": "GitRepository", "name": fluxSystem}},
+	}}
+	return repo, k
+}
+
+// sourceRoot is the directory a Flux source's artifact holds: this
+// checkout for the bootstrap GitRepository or one whose URL names it, an
+// ArtifactGenerator's copy for an ExternalArtifact.
+func (s *state) sourceRoot(ctx context.Context, kind, namespace, name string) (string, error) {
+	subject := fmt.Sprintf("%s %s/%s", kind, namespace, name)
+	switch kind {
+	case "GitRepository":
+		obj, ok := s.find(sourceGroup, kind, namespace, name)
+		if !ok {
+			return "", fmt.Errorf("%s is not in the repository", subject)
+		}
+		url, _, _ := unstructured.NestedString(obj.Object, "spec", "url")
+		if s.repos.has(url) || name == fluxSystem && namespace == fluxSystem {
+			return s.root, nil
+		}
+		return "", unpredictable(subject, "its URL %s is not this checkout (its remotes and --repo-url name others), and truce does not clone other repositories yet", url)
+	case "ExternalArtifact":
+		return s.artifact(ctx, namespace, name)
+	}
+	return "", unpredictable(subject, "truce reads Kustomizations from GitRepository and ExternalArtifact sources of this repository only")
+}
+
+// artifact assembles an ArtifactGenerator's artifact into a temporary
+// directory, as source-watcher does.
+func (s *state) artifact(ctx context.Context, namespace, name string) (string, error) {
+	subject := fmt.Sprintf("ExternalArtifact %s/%s", namespace, name)
+	for _, o := range s.w.Objects {
+		gvk := o.Object.GroupVersionKind()
+		if gvk.Group != sourceExtGroup || gvk.Kind != "ArtifactGenerator" || o.Object.GetNamespace() != namespace {
+			continue
+		}
+		gen, err := parseArtifactGenerator(o.Object)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", o.Source, err)
+		}
+		rules, ok := gen.copyRules(name)
+		if !ok {
+			continue
+		}
+		roots := map[string]string{}
+		for _, src := range gen.Spec.Sources {
+			ns := src.Namespace
+			if ns == "" {
+				ns = namespace
+			}
+			root, err := s.sourceRoot(ctx, src.Kind, ns, src.Name)
+			if err != nil {
+				return "", err
+			}
+			roots[src.Alias] = root
+		}
+		tmp, err := os.MkdirTemp("", "truce-artifact-")
+		if err != nil {
+			return "", err
+		}
+		s.cleanup = append(s.cleanup, func() { os.RemoveAll(tmp) })
+		if err := flux.ArtifactCopy(roots, rules, tmp); err != nil {
+			return "", fmt.Errorf("%s: assembling artifact %s: %w", o.Source, name, err)
+		}
+		return tmp, nil
+	}
+	return "", fmt.Errorf("%s: no ArtifactGenerator in namespace %s produces it", subject, namespace)
+}
+
+// kustomization builds a Kustomization from its source, as
+// kustomize-controller does.
+func (s *state) kustomization(ctx context.Context, u *Unit, obj *unstructured.Unstructured) ([]manifest.Object, error) {
+	kind, _, _ := unstructured.NestedString(obj.Object, "spec", "sourceRef", "kind")
+	name, _, _ := unstructured.NestedString(obj.Object, "spec", "sourceRef", "name")
+	ns, _, _ := unstructured.NestedString(obj.Object, "spec", "sourceRef", "namespace")
+	if ns == "" {
+		ns = obj.GetNamespace()
+	}
+	root, err := s.sourceRoot(ctx, kind, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := flux.Build(ctx, obj, flux.BuildOptions{Root: root, Objects: s.objects(), Render: s.opts.Render})
+	if err != nil {
+		return nil, err
+	}
+	if root != s.root {
+		s.mapBack(objs, root)
+	}
+	return objs, nil
+}
+
+// mapBack points the positions of objects built from an artifact copy at
+// the repository's files they were copied from, where the copy's file
+// names one.
+func (s *state) mapBack(objs []manifest.Object, root string) {
+	for i := range objs {
+		for _, f := range []*string{&objs[i].Source.File, &objs[i].Source.Kustomization} {
+			if rel, err := filepath.Rel(root, *f); err == nil && !strings.HasPrefix(rel, "..") {
+				*f = filepath.Join("<artifact>", rel)
+			}
+		}
+	}
+}
+
+// helmRelease renders a HelmRelease's chart as helm-controller installs
+// it.
+func (s *state) helmRelease(ctx context.Context, u *Unit, obj *unstructured.Unstructured) ([]manifest.Object, error) {
+	hr, err := flux.ParseHelmRelease(obj)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", u.Source, err)
+	}
+	ch, err := s.fluxChart(ctx, hr)
+	if err != nil {
+		return nil, err
+	}
+	values, err := flux.Values(hr, s.objects())
+	if err != nil {
+		return nil, fmt.Errorf("%s: values: %w", u.Source, err)
+	}
+	ns := hr.TargetNamespace
+	if ns == "" {
+		ns = hr.Namespace
+	}
+	out, err := helm.Render(ctx, ch, helm.Release{Name: hr.ReleaseName, Namespace: ns, IncludeCRDs: hr.InstallCRDs != flux.CRDsSkip}, values, s.opts.Render)
+	if err != nil {
+		return nil, err
+	}
+	return flux.PostRender(out.Objects, hr)
+}
+
+// fluxChart finds the chart a HelmRelease installs.
+func (s *state) fluxChart(ctx context.Context, hr *flux.HelmRelease) (*helm.Chart, error) {
+	if ref := hr.ChartRef; ref != nil {
+		ns := ref.Namespace
+		if ns == "" {
+			ns = hr.Namespace
+		}
+		switch ref.Kind {
+		case "OCIRepository":
+			repo, ok := s.find(sourceGroup, ref.Kind, ns, ref.Name)
+			if !ok {
+				return nil, fmt.Errorf("chartRef %s %s/%s is not in the repository", ref.Kind, ns, ref.Name)
+			}
+			url, _, _ := unstructured.NestedString(repo.Object, "spec", "url")
+			tag, _, _ := unstructured.NestedString(repo.Object, "spec", "ref", "tag")
+			if tag == "" {
+				// A semver range, resolved against the registry's tags.
+				tag, _, _ = unstructured.NestedString(repo.Object, "spec", "ref", "semver")
+			}
+			repoURL, chart := path.Split(strings.TrimSuffix(url, "/"))
+			return s.puller().Pull(ctx, helm.Ref{RepoURL: strings.TrimSuffix(repoURL, "/"), Chart: chart, Version: tag})
+		}
+		return nil, unpredictable(fmt.Sprintf("chartRef %s %s/%s", ref.Kind, ns, ref.Name), "truce reads charts from OCIRepository, HelmRepository and GitRepository sources only")
+	}
+	c := hr.Chart
+	if c == nil {
+		return nil, fmt.Errorf("the HelmRelease has neither spec.chart nor spec.chartRef")
+	}
+	ns := c.SourceRef.Namespace
+	if ns == "" {
+		ns = hr.Namespace
+	}
+	switch c.SourceRef.Kind {
+	case "HelmRepository":
+		repo, ok := s.find(sourceGroup, "HelmRepository", ns, c.SourceRef.Name)
+		if !ok {
+			return nil, fmt.Errorf("HelmRepository %s/%s is not in the repository", ns, c.SourceRef.Name)
+		}
+		url, _, _ := unstructured.NestedString(repo.Object, "spec", "url")
+		if typ, _, _ := unstructured.NestedString(repo.Object, "spec", "type"); typ == "oci" {
+		}
+		return s.puller().Pull(ctx, helm.Ref{RepoURL: url, Chart: c.Chart, Version: c.Version})
+	case "GitRepository":
+		root, err := s.sourceRoot(ctx, "GitRepository", ns, c.SourceRef.Name)
+		if err != nil {
+			return nil, err
+		}
+		dir, err := s.inRoot(root, c.Chart)
+		if err != nil {
+			return nil, err
+		}
+		return s.loadChart(ctx, dir)
+	}
+	return nil, unpredictable(fmt.Sprintf("chart %s from %s %s/%s", c.Chart, c.SourceRef.Kind, ns, c.SourceRef.Name), "truce reads charts from HelmRepository, OCIRepository and GitRepository sources only")
+}

@@ -1,0 +1,116 @@
+package world
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/truce-dev/truce/manifest"
+	"github.com/truce-dev/truce/render/helm"
+)
+
+// plainWorld reads paths that are no Flux cluster directory: their files
+// (a Helm chart directory is rendered, as Argo CD would render it for an
+// Application pointing at it), then every unit they define.
+func (l *loader) plainWorld(ctx context.Context, paths []string) (*World, error) {
+	s := &state{loader: l, w: &World{Name: strings.Join(paths, " ")}, seen: map[manifest.Unit]bool{}}
+	var objs []manifest.Object
+	var loadErr error
+	for _, p := range paths {
+		got, err := l.entryFiles(ctx, p)
+		objs = append(objs, got...)
+		if err != nil {
+			loadErr = err
+			break
+		}
+	}
+	if loadErr != nil {
+		return nil, loadErr
+	}
+	if !s.followable(objs) {
+		// Nothing to render: the files as they are, each Application
+		// and Kustomization taking the manifests under its path.
+		return &World{Objects: objs}, nil
+	}
+	if info, err := os.Stat(paths[0]); err == nil && info.IsDir() {
+		s.dir = paths[0]
+	}
+	if err := s.add(ctx, manifest.Unit{}, objs); err != nil {
+		return nil, err
+	}
+	s.w.Units = order(s.w.Units)
+	return s.w, nil
+}
+
+// followable reports whether objs define a unit whose source truce reads:
+// an Application of this repository or a chart, a Kustomization of the
+// bootstrap GitRepository, of one naming this repository or of an
+// ExternalArtifact, or a HelmRelease. Without one, the repository is a
+// hand-made layout and read as it always was.
+func (s *state) followable(objs []manifest.Object) bool {
+	s.w.Objects = objs
+	defer func() { s.w.Objects = nil }()
+	for _, o := range objs {
+		u, ok := s.define(o, manifest.Unit{})
+		if !ok {
+			continue
+		}
+		switch u.Kind {
+		case KindHelmRelease:
+			return true
+		case KindApplication:
+			var app argoApplication
+			if decodeSpec(o.Object, &app) != nil {
+				continue
+			}
+			sources := app.Spec.Sources
+			if app.Spec.Source != nil {
+				sources = append(sources, *app.Spec.Source)
+			}
+			for _, src := range sources {
+				if src.Chart != "" || s.repos.has(src.RepoURL) {
+					return true
+				}
+			}
+		case KindKustomization:
+			kind, _, _ := unstructured.NestedString(o.Object.Object, "spec", "sourceRef", "kind")
+			name, _, _ := unstructured.NestedString(o.Object.Object, "spec", "sourceRef", "name")
+			ns, _, _ := unstructured.NestedString(o.Object.Object, "spec", "sourceRef", "namespace")
+			if ns == "" {
+				ns = o.Object.GetNamespace()
+			}
+			if kind == "ExternalArtifact" {
+				return true
+			}
+			if repo, ok := s.find(sourceGroup, kind, ns, name); ok {
+				url, _, _ := unstructured.NestedString(repo.Object, "spec", "url")
+				if s.repos.has(url) || ns == fluxSystem && name == fluxSystem {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// entryFiles reads one path given: a chart directory is rendered with
+// its default values and the directory's name as release name; anything
+// else is read as manifest.LoadPaths reads it.
+func (l *loader) entryFiles(ctx context.Context, p string) ([]manifest.Object, error) {
+	if _, err := os.Stat(filepath.Join(p, "Chart.yaml")); err == nil {
+		ch, err := helm.Load(ctx, p, helm.LoadOptions{Puller: &helm.Puller{CacheDir: l.opts.Render.CacheDir, Offline: l.opts.Render.Offline}, RepositoryRoot: l.root})
+		if err != nil {
+			return nil, err
+		}
+		abs, _ := filepath.Abs(p)
+		out, err := helm.Render(ctx, ch, helm.Release{Name: filepath.Base(abs), Namespace: "default", IncludeCRDs: true}, nil, l.opts.Render)
+		if err != nil {
+			return nil, err
+		}
+		return out.Objects, nil
+	}
+	return manifest.LoadPaths(ctx, []string{p}, l.opts.Render.Manifest)
+}

@@ -1,0 +1,222 @@
+// Package world reads a repository the way Argo CD and Flux read it:
+// from its entry points (a Flux cluster directory, an Argo CD
+// Application or app of apps, a directory given on the command line),
+// following every Application, Kustomization and HelmRelease whose source
+// is this repository or a chart, and rendering each with render's
+// packages. Each entry point is one World: what one cluster is told to
+// hold, simulated together.
+package world
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/truce-dev/truce/manifest"
+	"github.com/truce-dev/truce/render"
+)
+
+// Options direct reading a repository through its entry points.
+type Options struct {
+	Render render.Options
+	// RepoURLs name the repository being checked besides the remotes of
+	// its checkout (truce's --repo-url): sources with one of these URLs
+	// are read from the working tree.
+	RepoURLs []string
+	// Root is the repository root; empty: the top of the Git work tree
+	// holding the first path (manifest.RepositoryRoot).
+	Root string
+}
+
+// Unit kinds.
+const (
+	KindApplication   = "Application"
+	KindKustomization = "Kustomization"
+	KindHelmRelease   = "HelmRelease"
+)
+
+// Unit is one Application, Kustomization or HelmRelease that was
+// followed, and what became of rendering it.
+type Unit struct {
+	manifest.Unit
+	// Tool is "argocd" or "flux".
+	Tool string
+	// Source is where the unit is defined.
+	Source manifest.Source
+	// Parent is the unit whose output defines this one; zero for one
+	// found in the entry point's own files.
+	Parent manifest.Unit
+	// DependsOn are Flux dependsOn units.
+	DependsOn []manifest.Unit
+	// Objects counts the objects the unit applies.
+	Objects int
+	// Hooks counts Argo CD hooks left out: they run in sync phases and
+	// are not compared.
+	Hooks int
+	// Problem is why the unit could not be rendered: a
+	// *render.Unpredictable when truce cannot know (the network, a
+	// generator it does not run), else the error the tool itself would
+	// show. The unit applies nothing then.
+	Problem error
+}
+
+// World is what one entry point tells one cluster to hold.
+type World struct {
+	// Name is the entry point: a directory relative to the repository
+	// root, or the paths given. Empty for a repository read without
+	// following anything (plain manifests, hand-made settings), where
+	// reports stay as they were.
+	Name string
+	// Objects are the entry point's own files and everything the units
+	// render, each with Source.Unit naming the unit that applies it
+	// (zero for the entry point's own files).
+	Objects []manifest.Object
+	// Units are the units followed, in the tools' order (Flux dependsOn,
+	// then the order they were found).
+	Units []*Unit
+	// Base are objects the cluster holds before any unit applies:
+	// namespaces Argo CD creates (CreateNamespace=true).
+	Base []manifest.Object
+	// Notes say what truce assumed, e.g. a bootstrap it synthesized.
+	Notes []string
+}
+
+// Followed reports whether the world was read through its units.
+func (w *World) Followed() bool { return len(w.Units) > 0 }
+
+// Load reads paths through their entry points. Each directory holding
+// Flux's bootstrap layout (a flux-system directory beside the cluster's
+// Kustomizations) is a world of its own; the other paths together are
+// one world, whose Applications, Kustomizations and HelmReleases are
+// followed where their source is this repository or a chart. A repository
+// where nothing can be followed is returned as one unnamed world holding
+// the files as they are.
+func Load(ctx context.Context, paths []string, opts Options) ([]*World, error) {
+	if len(paths) == 0 {
+		return nil, errors.New("no paths to read")
+	}
+	l, err := newLoader(paths, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer l.close()
+	var worlds []*World
+	var rest []string
+	for _, p := range paths {
+		entries, err := fluxEntries(p)
+		if err != nil {
+			return nil, err
+		}
+		if len(entries) == 0 {
+			rest = append(rest, p)
+			continue
+		}
+		for _, e := range entries {
+			w, err := l.fluxWorld(ctx, e)
+			if err != nil {
+				return nil, err
+			}
+			worlds = append(worlds, w)
+		}
+	}
+	if len(rest) > 0 {
+		w, err := l.plainWorld(ctx, rest)
+		if err != nil {
+			return nil, err
+		}
+		worlds = append(worlds, w)
+	}
+	return worlds, nil
+}
+
+// loader holds what every world of one Load shares.
+type loader struct {
+	opts  Options
+	root  string
+	repos repoSet
+	// cleanup removes temporary directories (artifacts) when Load ends.
+	cleanup []func()
+	// wd is the working directory positions are shown relative to.
+	wd string
+}
+
+func newLoader(paths []string, opts Options) (*loader, error) {
+	opts.Render = opts.Render.WithDefaults()
+	root := opts.Root
+	if root == "" {
+		first := paths[0]
+		if first == "-" {
+			first = "."
+		}
+		r, err := manifest.RepositoryRoot(first)
+		if err != nil {
+			return nil, fmt.Errorf("finding the repository of %s: %w", first, err)
+		}
+		root = r
+	}
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	// Every renderer confines itself to the repository being read.
+	opts.Render.Manifest.RepositoryRoot = root
+	urls := append(CheckoutURLs(root), opts.RepoURLs...)
+	wd, _ := os.Getwd()
+	return &loader{opts: opts, root: root, repos: newRepoSet(urls...), wd: wd}, nil
+}
+
+func (l *loader) close() {
+	for i := len(l.cleanup) - 1; i >= 0; i-- {
+		l.cleanup[i]()
+	}
+}
+
+// rel is p relative to the repository root, for names.
+func (l *loader) rel(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	r, err := filepath.Rel(l.root, abs)
+	if err != nil || r == ".." || len(r) > 2 && r[:3] == ".."+string(filepath.Separator) {
+		return p
+	}
+	return filepath.ToSlash(r)
+}
+
+// order sorts units so that each comes after those it dependsOn (Flux
+// waits for them), keeping the found order otherwise; a cycle keeps the
+// found order for the units in it.
+func order(units []*Unit) []*Unit {
+	index := map[manifest.Unit]int{}
+	for i, u := range units {
+		index[u.Unit] = i
+	}
+	done := make([]bool, len(units))
+	visiting := make([]bool, len(units))
+	var out []*Unit
+	var visit func(i int)
+	visit = func(i int) {
+		if done[i] || visiting[i] {
+			return
+		}
+		visiting[i] = true
+		deps := append([]manifest.Unit(nil), units[i].DependsOn...)
+		sort.SliceStable(deps, func(a, b int) bool { return index[deps[a]] < index[deps[b]] })
+		for _, d := range deps {
+			if j, ok := index[d]; ok {
+				visit(j)
+			}
+		}
+		visiting[i] = false
+		done[i] = true
+		out = append(out, units[i])
+	}
+	for i := range units {
+		visit(i)
+	}
+	return out
+}
