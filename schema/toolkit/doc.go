@@ -17,27 +17,36 @@
 //   - github.com/fluxcd/image-reflector-controller@v1.1.1: ImagePolicy, ImageRepository (image.toolkit.fluxcd.io);
 //     Flux v2.9.5 installs v1.2.5, which the module proxy does not serve
 //
-// Flux controllers are at the versions Flux v2.9.5 installs unless noted.
-// Not embedded, so unknown to this package:
+// and from these Git repositories, because the module proxy does not serve
+// their modules, cloned at a tag that must lead to the commit gen pins
+// (repository@tag: kinds):
 //
-//   - ImageUpdateAutomation (image.toolkit.fluxcd.io): github.com/fluxcd/image-automation-controller@v1.2.5, the module proxy does not serve it
-//   - ArtifactGenerator (source.extensions.fluxcd.io): github.com/fluxcd/source-watcher/v2@v2.2.4, the module proxy does not serve it
+//   - https://github.com/fluxcd/source-watcher@v2.2.1: ArtifactGenerator (source.extensions.fluxcd.io);
+//     Flux v2.9.5 installs v2.2.4, newer than any tag in the copy of the repository gen read
+//   - https://github.com/fluxcd/image-automation-controller@v1.2.1: ImageUpdateAutomation (image.toolkit.fluxcd.io);
+//     Flux v2.9.5 installs v1.2.5, newer than any tag in the copy of the repository gen read
+//
+// Flux controllers are at the versions Flux v2.9.5 installs unless noted.
 //
 // Each file under crds/ is the upstream file byte for byte, gzipped, except
 // that API versions upstream marks served: false are removed (the tools no
-// longer accept objects in them); each module's LICENSE (Apache-2.0) is kept,
-// and embedded, next to its CRDs.
+// longer accept objects in them); the LICENSE (Apache-2.0) of each module
+// or repository, at the same version or tag, is kept, and embedded, next to
+// its CRDs.
 //
 // # Bumping versions
 //
-// Change the version in pins() in internal/gen/main.go (the only place
-// versions are chosen) and run
+// Change the version (or the tag and its commit) in pins() in
+// internal/gen/main.go (the only place versions are chosen) and run
 //
 //	go generate ./schema/toolkit
 //
 // or make generate. The generator runs go mod download -json outside the
-// truce module (go.mod and go.sum do not change), rewrites crds/,
-// zz_generated.go and this comment, and fails if a module, a CRD file or a
-// licence is missing. Then run go test ./schema/toolkit, which checks every
+// truce module (go.mod and go.sum do not change) and clones each Git tag
+// into memory, or, without network access, reads it from local copies of
+// the repositories named in TRUCE_GEN_GIT_MIRRORS (URL=DIR,...). It
+// rewrites crds/, zz_generated.go and this comment, and fails if a module,
+// a tag, a CRD file or a licence is missing, or a tag leads elsewhere than
+// its pinned commit. Then run go test ./schema/toolkit, which checks every
 // CRD against the apiextensions-apiserver's validation.
 package toolkit

@@ -18,12 +18,16 @@ import (
 //go:embed crds
 var crdFS embed.FS
 
-// Module is a Go module the embedded CRDs are copied from.
+// Module is a source the embedded CRDs are copied from: a Go module, with
+// its module path and version, or, for the Flux controllers whose modules
+// the module proxy does not serve (source-watcher,
+// image-automation-controller), a Git repository, with its URL as Path and
+// the tag as Version.
 type Module struct {
 	Path, Version string
 }
 
-// String returns module@version.
+// String returns module@version or URL@tag.
 func (m Module) String() string { return m.Path + "@" + m.Version }
 
 // crdFile is one embedded, gzipped CRD file and the kinds it defines.
@@ -37,7 +41,8 @@ type crdFile struct {
 // (Argo CD's ApplicationSet) is about 1.6 MB.
 const maxCRDFileSize = 32 << 20
 
-// Versions returns the modules the embedded CRDs come from.
+// Versions returns the modules and Git repositories the embedded CRDs come
+// from.
 func Versions() []Module { return modules() }
 
 // Has reports whether a CRD for gk is embedded.

@@ -156,9 +156,9 @@ func TestKindsHaveServedStorageVersion(t *testing.T) {
 		{schema.GroupKind{Group: "notification.toolkit.fluxcd.io", Kind: "Receiver"}, true},
 		{schema.GroupKind{Group: "image.toolkit.fluxcd.io", Kind: "ImageRepository"}, true},
 		{schema.GroupKind{Group: "image.toolkit.fluxcd.io", Kind: "ImagePolicy"}, true},
-		// Not obtainable from the module proxy (see the package doc).
-		{schema.GroupKind{Group: "image.toolkit.fluxcd.io", Kind: "ImageUpdateAutomation"}, false},
-		{schema.GroupKind{Group: "source.extensions.fluxcd.io", Kind: "ArtifactGenerator"}, false},
+		// Copied from Git tags, the module proxy not serving their modules.
+		{schema.GroupKind{Group: "image.toolkit.fluxcd.io", Kind: "ImageUpdateAutomation"}, true},
+		{schema.GroupKind{Group: "source.extensions.fluxcd.io", Kind: "ArtifactGenerator"}, true},
 		// kustomize's own Kustomization is not a CRD.
 		{schema.GroupKind{Group: "kustomize.config.k8s.io", Kind: "Kustomization"}, false},
 		{schema.GroupKind{Kind: "Application"}, false},
@@ -250,6 +250,7 @@ func TestVersions(t *testing.T) {
 	pinned := map[string]bool{
 		ArgoCD: true, FluxSourceController: true, FluxKustomizeController: true,
 		FluxHelmController: true, FluxNotificationController: true, FluxImageReflectorController: true,
+		FluxSourceWatcher: true, FluxImageAutomationController: true,
 	}
 	got := Versions()
 	if len(got) != len(pinned) {
@@ -263,6 +264,37 @@ func TestVersions(t *testing.T) {
 	got[0].Version = "v0.0.0"
 	if Versions()[0].Version == "v0.0.0" {
 		t.Error("Versions returned shared state")
+	}
+}
+
+// TestKindsComeFromTheirSource checks the module or repository each kind is
+// attributed to, Git tags included.
+func TestKindsComeFromTheirSource(t *testing.T) {
+	mods := Versions()
+	from := map[schema.GroupKind]Module{}
+	for _, f := range files() {
+		for _, k := range f.kinds {
+			from[k] = mods[f.module]
+		}
+	}
+	for _, tc := range []struct {
+		gk   schema.GroupKind
+		want string // Module.Path
+	}{
+		{schema.GroupKind{Group: "source.extensions.fluxcd.io", Kind: "ArtifactGenerator"}, "https://github.com/fluxcd/source-watcher"},
+		{schema.GroupKind{Group: "image.toolkit.fluxcd.io", Kind: "ImageUpdateAutomation"}, "https://github.com/fluxcd/image-automation-controller"},
+		{schema.GroupKind{Group: "image.toolkit.fluxcd.io", Kind: "ImagePolicy"}, "github.com/fluxcd/image-reflector-controller"},
+		{schema.GroupKind{Group: "kustomize.toolkit.fluxcd.io", Kind: "Kustomization"}, "github.com/fluxcd/kustomize-controller"},
+	} {
+		t.Run(tc.gk.String(), func(t *testing.T) {
+			m, ok := from[tc.gk]
+			if !ok {
+				t.Fatal("not embedded")
+			}
+			if m.Path != tc.want || !strings.HasPrefix(m.Version, "v") {
+				t.Errorf("from %s, want %s at a version or tag", m, tc.want)
+			}
+		})
 	}
 }
 
@@ -326,6 +358,7 @@ func TestCRDsForDecodesOnlyWhatIsAsked(t *testing.T) {
 		{[]schema.GroupKind{{Group: "source.toolkit.fluxcd.io", Kind: "GitRepository"}}, []string{"gitrepositories.source.toolkit.fluxcd.io"}},
 		{[]schema.GroupKind{{Group: "source.toolkit.fluxcd.io", Kind: "HelmRepository"}, {Group: "argoproj.io", Kind: "AppProject"}},
 			[]string{"appprojects.argoproj.io", "helmrepositories.source.toolkit.fluxcd.io"}},
+		{[]schema.GroupKind{{Group: "source.extensions.fluxcd.io", Kind: "ArtifactGenerator"}}, []string{"artifactgenerators.source.extensions.fluxcd.io"}},
 	} {
 		got, err := CRDsFor(tc.gks)
 		if err != nil {

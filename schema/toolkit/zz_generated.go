@@ -4,14 +4,17 @@ package toolkit
 
 import "k8s.io/apimachinery/pkg/runtime/schema"
 
-// The modules the embedded CRDs are copied from, as module@version.
+// The modules and Git repositories the embedded CRDs are copied from, as
+// module@version or URL@tag.
 const (
-	ArgoCD                       = "github.com/argoproj/argo-cd/v3@v3.6.1"
-	FluxSourceController         = "github.com/fluxcd/source-controller@v1.9.5"
-	FluxKustomizeController      = "github.com/fluxcd/kustomize-controller@v1.9.5"
-	FluxHelmController           = "github.com/fluxcd/helm-controller@v1.6.4"
-	FluxNotificationController   = "github.com/fluxcd/notification-controller@v1.6.0"
-	FluxImageReflectorController = "github.com/fluxcd/image-reflector-controller@v1.1.1"
+	ArgoCD                        = "github.com/argoproj/argo-cd/v3@v3.6.1"
+	FluxSourceController          = "github.com/fluxcd/source-controller@v1.9.5"
+	FluxKustomizeController       = "github.com/fluxcd/kustomize-controller@v1.9.5"
+	FluxHelmController            = "github.com/fluxcd/helm-controller@v1.6.4"
+	FluxNotificationController    = "github.com/fluxcd/notification-controller@v1.6.0"
+	FluxImageReflectorController  = "github.com/fluxcd/image-reflector-controller@v1.1.1"
+	FluxSourceWatcher             = "https://github.com/fluxcd/source-watcher@v2.2.1"
+	FluxImageAutomationController = "https://github.com/fluxcd/image-automation-controller@v1.2.1"
 )
 
 func modules() []Module {
@@ -22,6 +25,8 @@ func modules() []Module {
 		{Path: "github.com/fluxcd/helm-controller", Version: "v1.6.4"},
 		{Path: "github.com/fluxcd/notification-controller", Version: "v1.6.0"},
 		{Path: "github.com/fluxcd/image-reflector-controller", Version: "v1.1.1"},
+		{Path: "https://github.com/fluxcd/source-watcher", Version: "v2.2.1"},
+		{Path: "https://github.com/fluxcd/image-automation-controller", Version: "v1.2.1"},
 	}
 }
 
@@ -45,5 +50,7 @@ func files() []crdFile {
 		{module: 4, name: "crds/notification-controller/notification.toolkit.fluxcd.io_receivers.yaml.gz", kinds: []schema.GroupKind{{Group: "notification.toolkit.fluxcd.io", Kind: "Receiver"}}},
 		{module: 5, name: "crds/image-reflector-controller/image.toolkit.fluxcd.io_imagepolicies.yaml.gz", kinds: []schema.GroupKind{{Group: "image.toolkit.fluxcd.io", Kind: "ImagePolicy"}}},
 		{module: 5, name: "crds/image-reflector-controller/image.toolkit.fluxcd.io_imagerepositories.yaml.gz", kinds: []schema.GroupKind{{Group: "image.toolkit.fluxcd.io", Kind: "ImageRepository"}}},
+		{module: 6, name: "crds/source-watcher/source.extensions.fluxcd.io_artifactgenerators.yaml.gz", kinds: []schema.GroupKind{{Group: "source.extensions.fluxcd.io", Kind: "ArtifactGenerator"}}},
+		{module: 7, name: "crds/image-automation-controller/image.toolkit.fluxcd.io_imageupdateautomations.yaml.gz", kinds: []schema.GroupKind{{Group: "image.toolkit.fluxcd.io", Kind: "ImageUpdateAutomation"}}},
 	}
 }

@@ -13,6 +13,22 @@ type templateData struct {
 	Missing []missing
 }
 
+// GoModules are the pins fetched from the module proxy.
+func (d templateData) GoModules() []module { return d.pick(false) }
+
+// GitTags are the pins read from Git repositories.
+func (d templateData) GitTags() []module { return d.pick(true) }
+
+func (d templateData) pick(git bool) []module {
+	var out []module
+	for _, m := range d.Modules {
+		if (m.Git != "") == git {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 func writeGo(name string, tmpl *template.Template, mods []module) error {
 	var buf bytes.Buffer
 	if err := tmpl.Execute(&buf, templateData{Modules: mods, Missing: missingModules()}); err != nil {
@@ -31,17 +47,18 @@ var indexTemplate = template.Must(template.New("index").Parse(header + `package 
 
 import "k8s.io/apimachinery/pkg/runtime/schema"
 
-// The modules the embedded CRDs are copied from, as module@version.
+// The modules and Git repositories the embedded CRDs are copied from, as
+// module@version or URL@tag.
 const (
 {{- range .Modules}}
-	{{.Name}} = "{{.Path}}@{{.Version}}"
+	{{.Name}} = {{printf "%q" .String}}
 {{- end}}
 )
 
 func modules() []Module {
 	return []Module{
 {{- range .Modules}}
-		{Path: {{printf "%q" .Path}}, Version: {{printf "%q" .Version}}},
+		{Path: {{printf "%q" .ModulePath}}, Version: {{printf "%q" .ModuleVersion}}},
 {{- end}}
 	}
 }
@@ -67,34 +84,51 @@ var docTemplate = template.Must(template.New("doc").Parse(header + `// Package t
 // The CRDs are copied from these Go modules, fetched from the module proxy
 // and verified against the checksum database (module@version: kinds):
 //
-{{- range .Modules}}
-//   - {{.Path}}@{{.Version}}:{{range $i, $f := .Files}}{{range $j, $c := .CRDs}}{{if or $i $j}},{{end}} {{.Kind}}{{end}}{{end}} ({{(index (index .Files 0).CRDs 0).Group}}){{if .Note}};
-//     {{.Note}}{{end}}
+{{- range .GoModules}}
+//   - {{template "entry" .}}
 {{- end}}
 //
+{{- if .GitTags}}
+// and from these Git repositories, because the module proxy does not serve
+// their modules, cloned at a tag that must lead to the commit gen pins
+// (repository@tag: kinds):
+//
+{{- range .GitTags}}
+//   - {{template "entry" .}}
+{{- end}}
+//
+{{- end}}
 // Flux controllers are at the versions Flux v2.9.5 installs unless noted.
+{{- if .Missing}}
 // Not embedded, so unknown to this package:
 //
 {{- range .Missing}}
 //   - {{.Kinds}}: {{.Path}}@{{.Version}}, {{.Reason}}
 {{- end}}
+{{- end}}
 //
 // Each file under crds/ is the upstream file byte for byte, gzipped, except
 // that API versions upstream marks served: false are removed (the tools no
-// longer accept objects in them); each module's LICENSE (Apache-2.0) is kept,
-// and embedded, next to its CRDs.
+// longer accept objects in them); the LICENSE (Apache-2.0) of each module
+// or repository, at the same version or tag, is kept, and embedded, next to
+// its CRDs.
 //
 // # Bumping versions
 //
-// Change the version in pins() in internal/gen/main.go (the only place
-// versions are chosen) and run
+// Change the version (or the tag and its commit) in pins() in
+// internal/gen/main.go (the only place versions are chosen) and run
 //
 //	go generate ./schema/toolkit
 //
 // or make generate. The generator runs go mod download -json outside the
-// truce module (go.mod and go.sum do not change), rewrites crds/,
-// zz_generated.go and this comment, and fails if a module, a CRD file or a
-// licence is missing. Then run go test ./schema/toolkit, which checks every
+// truce module (go.mod and go.sum do not change) and clones each Git tag
+// into memory, or, without network access, reads it from local copies of
+// the repositories named in TRUCE_GEN_GIT_MIRRORS (URL=DIR,...). It
+// rewrites crds/, zz_generated.go and this comment, and fails if a module,
+// a tag, a CRD file or a licence is missing, or a tag leads elsewhere than
+// its pinned commit. Then run go test ./schema/toolkit, which checks every
 // CRD against the apiextensions-apiserver's validation.
 package toolkit
+{{- define "entry"}}{{.ModulePath}}@{{.ModuleVersion}}:{{range $i, $f := .Files}}{{range $j, $c := .CRDs}}{{if or $i $j}},{{end}} {{.Kind}}{{end}}{{end}} ({{(index (index .Files 0).CRDs 0).Group}}){{if .Note}};
+//     {{.Note}}{{end}}{{end}}
 `))
