@@ -68,6 +68,8 @@ type Repository struct {
 	scopes map[k8sschema.GroupKind]bool
 	// Findings are problems in the settings.
 	Findings []report.Finding
+	// units are those the repository was read through (render/world).
+	units []*world.Unit
 	// Unknown are manifests of a kind no CRD defines (not in the
 	// repository, -c or the cluster): left out of the simulations and
 	// reported Unpredictable.
@@ -75,14 +77,12 @@ type Repository struct {
 }
 
 // defaultNamespace is the namespace a namespaced manifest without one
-// lands in: the Application's destination namespace (Argo CD sets it),
-// else the API server's "default".
+// lands in: the one its unit gives it (an Application's destination, a
+// HelmRelease's release namespace), else the API server's "default".
 func (r *Repository) defaultNamespace(d simulate.Desired) string {
-	if u := d.Source.Unit; u.Kind == "Application" {
-		for _, app := range r.Settings.Applications {
-			if app.Name == u.Name && app.Namespace == u.Namespace && app.DestinationNamespace != "" {
-				return app.DestinationNamespace
-			}
+	for _, u := range r.units {
+		if u.Unit == d.Source.Unit && u.DefaultNamespace != "" {
+			return u.DefaultNamespace
 		}
 	}
 	return "default"
@@ -138,7 +138,7 @@ func isAdmissionConfig(obj *unstructured.Unstructured) bool {
 
 // Split takes a repository apart.
 func Split(in Input) (*Repository, error) {
-	r := &Repository{detect: true}
+	r := &Repository{detect: true, units: in.Units}
 	r.Base = append(r.Base, in.Cluster...)
 	var objs []gitops.Object
 	for _, o := range in.Repository {

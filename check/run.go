@@ -148,6 +148,11 @@ func Prepare(ctx context.Context, in Input, opts Options, scopes map[k8sschema.G
 func (r *Repository) fixes(ctx context.Context, s *simulate.Setup, o *simulate.Object, opts Options, load Loader, read fix.Reader) *ProblemFixes {
 	pf := &ProblemFixes{Tool: s.Tool, Unit: s.Unit, Ref: o.Ref, Verdict: o.Verdict}
 	p := fix.Problem{Tool: s.Tool, Object: o, Source: o.Source, ArgoConfig: r.Settings.ArgoConfig, Admission: r.Base}
+	for _, u := range r.units {
+		if u.Unit == o.Source.Unit {
+			p.Values = u.Values
+		}
+	}
 	for _, app := range r.Settings.Applications {
 		if s.Tool == "argocd" && app.Name == s.Unit {
 			p.App = app

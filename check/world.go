@@ -31,8 +31,28 @@ func WorldInput(w *world.World, cluster []manifest.Object) Input {
 // written over the copy, and the worlds read again from there, since a
 // value in a chart's values or a kustomize patch reaches the objects only
 // through rendering.
-func WorldLoader(paths []string, index int, opts world.Options, cluster []manifest.Object) Loader {
-	return func(ctx context.Context, overlay map[string][]byte) (Input, error) {
+//
+// The cluster's objects are read again from src.Cluster with the fix's
+// files for them (a fix may replace a mutating binding given with -c),
+// unless src.Live.
+func WorldLoader(paths []string, index int, opts world.Options, src Sources, cluster []manifest.Object) Loader {
+	return func(ctx context.Context, fixFiles map[string][]byte) (Input, error) {
+		cl, overlay := cluster, map[string][]byte{}
+		mine := map[string][]byte{}
+		for p, data := range fixFiles {
+			if _, err := mapInto(p, rootsOf(src.Cluster)); err == nil && !src.Live {
+				mine[p] = data
+			} else {
+				overlay[p] = data
+			}
+		}
+		if len(mine) > 0 {
+			in, err := LoadOver(ctx, Sources{Cluster: src.Cluster}, mine, nil)
+			if err != nil {
+				return Input{}, err
+			}
+			cl = in.Cluster
+		}
 		root := opts.Root
 		if root == "" {
 			r, err := manifest.RepositoryRoot(paths[0])
@@ -41,6 +61,7 @@ func WorldLoader(paths []string, index int, opts world.Options, cluster []manife
 			}
 			root = r
 		}
+		root = abs(root)
 		tmp, err := os.MkdirTemp("", "truce-verify-")
 		if err != nil {
 			return Input{}, err
@@ -84,8 +105,17 @@ func WorldLoader(paths []string, index int, opts world.Options, cluster []manife
 		if index >= len(worlds) {
 			return Input{}, fmt.Errorf("the fix changes the repository's entry points")
 		}
-		return WorldInput(worlds[index], cluster), nil
+		return WorldInput(worlds[index], cl), nil
 	}
+}
+
+// rootsOf maps paths to themselves, as mapInto takes them.
+func rootsOf(paths []string) map[string]string {
+	out := map[string]string{}
+	for _, p := range paths {
+		out[abs(p)] = abs(p)
+	}
+	return out
 }
 
 // unitRuns reports the units that could not be rendered: Unpredictable

@@ -29,6 +29,7 @@ import (
 	"github.com/truce-dev/truce/fix/yamledit"
 	"github.com/truce-dev/truce/gitops"
 	"github.com/truce-dev/truce/manifest"
+	"github.com/truce-dev/truce/render/world"
 	"github.com/truce-dev/truce/simulate"
 )
 
@@ -64,6 +65,9 @@ type Problem struct {
 	// Admission are the objects configuring admission, with their files
 	// (for replacing a mutating binding).
 	Admission []manifest.Object
+	// Values is where the Helm values of the unit rendering the object
+	// are written; nil when no chart renders it.
+	Values *world.ValuesTarget
 }
 
 // Candidate is one proposed fix.
@@ -231,6 +235,9 @@ func (e *editor) file(path string) (*yamledit.File, error) {
 
 // doc returns the file and document index of a manifest position.
 func (e *editor) doc(src manifest.Source) (*yamledit.File, int, error) {
+	if err := rendered(src); err != nil {
+		return nil, 0, err
+	}
 	if src.File == "" || src.Line == 0 {
 		return nil, 0, fmt.Errorf("no file and line to edit")
 	}

@@ -16,6 +16,9 @@ import (
 
 // gitValue writes the stored values into the manifest.
 func (e *editor) gitValue(p Problem, fields []string, values map[string]any) (*Candidate, error) {
+	if p.Source.Renderer == manifest.RendererHelm {
+		return e.helmValues(p, fields, values)
+	}
 	if p.Source.Kustomization != "" && p.Source.Kustomization != p.Source.File {
 		return e.kustomizePatch(p, fields, values)
 	}

@@ -69,13 +69,14 @@ func loadCheckRequests(ctx context.Context, cmd *cobra.Command, cf *clusterFlags
 				return nil, err
 			}
 		}
+		src := check.Sources{Repository: args, Cluster: cf.cluster, Live: live}
 		req := check.Request{
 			Input:   check.WorldInput(w, cl),
-			Sources: check.Sources{Repository: args, Cluster: cf.cluster, Live: live},
+			Sources: src,
 			Options: check.Options{Admission: aopts},
 		}
 		if w.Followed() {
-			req.Load = check.WorldLoader(args, i, wopts, cl)
+			req.Load = check.WorldLoader(args, i, wopts, src, cl)
 		}
 		out = append(out, req)
 	}

@@ -154,6 +154,7 @@ func (s *state) application(ctx context.Context, u *Unit, obj *unstructured.Unst
 	}
 	out = withoutHooks(out, u)
 	ns := app.Spec.Destination.Namespace
+	u.DefaultNamespace = ns
 	for _, opt := range app.Spec.SyncPolicy.SyncOptions {
 		if opt == "CreateNamespace=true" && ns != "" && !hasNamespace(out, ns) {
 			nsObj := &unstructured.Unstructured{}
@@ -349,6 +350,19 @@ func (s *state) argoHelm(ctx context.Context, u *Unit, obj *unstructured.Unstruc
 	out, err := helm.Render(ctx, ch, rel, values, ropts)
 	if err != nil {
 		return nil, err
+	}
+	effective, err := ch.EffectiveValues(values)
+	if err != nil {
+		return nil, err
+	}
+	u.Values = &ValuesTarget{Source: u.Source, Pointer: "/spec/source/helm/valuesObject", Values: effective}
+	switch {
+	case u.Source.Renderer != "":
+		u.Values.Reason = fmt.Sprintf("the Application is itself rendered by the %s %s", u.Source.Renderer, u.Source.RenderRoot)
+	case len(app.Spec.Sources) > 0:
+		u.Values.Reason = "the Application has several sources; truce writes values of single-source Applications only"
+	case h.Values != "" && h.ValuesObject == nil:
+		u.Values.Reason = "the Application's values are a YAML string (spec.source.helm.values); move them to valuesObject"
 	}
 	// Argo CD applies hooks in their phases; they are not part of the
 	// sync status, and truce leaves them out of the comparison.

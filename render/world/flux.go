@@ -2,6 +2,7 @@ package world
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"io/fs"
 	"os"
@@ -65,7 +66,7 @@ func fluxEntries(p string) ([]string, error) {
 // flux-system Kustomization syncs the directory from this repository, and
 // everything it applies is followed.
 func (l *loader) fluxWorld(ctx context.Context, dir string) (*World, error) {
-	s := &state{loader: l, w: &World{Name: l.rel(dir)}, seen: map[manifest.Unit]bool{}}
+	s := &state{loader: l, w: &World{Name: l.rel(dir)}, seen: map[manifest.Unit]bool{}, origins: map[string]map[string]string{}}
 	sync, err := manifest.LoadPaths(ctx, []string{filepath.Join(dir, fluxSystem, "gotk-sync.yaml")}, l.opts.Render.Manifest)
 	if err != nil {
 		sync = nil
@@ -84,9 +85,14 @@ func (l *loader) fluxWorld(ctx context.Context, dir string) (*World, error) {
 		s.w.Base = append(s.w.Base, manifest.Object{Source: src, Object: repo})
 		sync = []manifest.Object{{Source: src, Object: repo}, {Source: src, Object: k}}
 	}
+	// flux bootstrap installs Flux in flux-system before anything syncs.
+	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]any{"name": fluxSystem}}}
+	s.w.Base = append(s.w.Base, manifest.Object{Source: manifest.Source{File: filepath.Join(dir, fluxSystem)}, Object: ns})
 	if err := s.add(ctx, manifest.Unit{}, sync); err != nil {
 		return nil, err
 	}
+	s.w.Objects = withoutRestated(s.w.Objects)
 	s.w.Units = order(s.w.Units)
 	return s.w, nil
 }
@@ -172,6 +178,7 @@ func (s *state) artifact(ctx context.Context, namespace, name string) (string, e
 		if err := flux.ArtifactCopy(roots, rules, tmp); err != nil {
 			return "", fmt.Errorf("%s: assembling artifact %s: %w", o.Source, name, err)
 		}
+		s.origins[tmp] = copiedFrom(tmp, roots)
 		return tmp, nil
 	}
 	return "", fmt.Errorf("%s: no ArtifactGenerator in namespace %s produces it", subject, namespace)
@@ -201,16 +208,78 @@ func (s *state) kustomization(ctx context.Context, u *Unit, obj *unstructured.Un
 }
 
 // mapBack points the positions of objects built from an artifact copy at
-// the repository's files they were copied from, where the copy's file
-// names one.
+// the repository's files they were copied from.
 func (s *state) mapBack(objs []manifest.Object, root string) {
+	origins := s.origins[root]
 	for i := range objs {
 		for _, f := range []*string{&objs[i].Source.File, &objs[i].Source.Kustomization} {
-			if rel, err := filepath.Rel(root, *f); err == nil && !strings.HasPrefix(rel, "..") {
+			abs, err := filepath.Abs(*f)
+			if err != nil {
+				continue
+			}
+			if orig, ok := origins[abs]; ok {
+				*f = orig
+			} else if rel, err := filepath.Rel(root, abs); err == nil && !strings.HasPrefix(rel, "..") {
 				*f = filepath.Join("<artifact>", rel)
 			}
 		}
 	}
+}
+
+// copiedFrom maps each file of an artifact directory to the source file
+// with the same content, preferring one with the same name: the copy
+// rules moved them, their bytes are unchanged (a Merge strategy's result
+// matches nothing and keeps its artifact path).
+func copiedFrom(artifact string, roots map[string]string) map[string]string {
+	type key struct {
+		sum  [32]byte
+		name string
+	}
+	byContent := map[[32]byte]string{}
+	byKey := map[key]string{}
+	for _, root := range roots {
+		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if d.IsDir() {
+				if p != root && strings.HasPrefix(d.Name(), ".") {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return nil
+			}
+			sum := sha256.Sum256(data)
+			if _, ok := byContent[sum]; !ok {
+				byContent[sum] = p
+			}
+			if _, ok := byKey[key{sum, d.Name()}]; !ok {
+				byKey[key{sum, d.Name()}] = p
+			}
+			return nil
+		})
+	}
+	out := map[string]string{}
+	_ = filepath.WalkDir(artifact, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil
+		}
+		sum := sha256.Sum256(data)
+		if orig, ok := byKey[key{sum, d.Name()}]; ok {
+			out[p] = orig
+		} else if orig, ok := byContent[sum]; ok {
+			out[p] = orig
+		}
+		return nil
+	})
+	return out
 }
 
 // helmRelease renders a HelmRelease's chart as helm-controller installs
@@ -232,9 +301,19 @@ func (s *state) helmRelease(ctx context.Context, u *Unit, obj *unstructured.Unst
 	if ns == "" {
 		ns = hr.Namespace
 	}
+	// Helm installs what names no namespace into the release's.
+	u.DefaultNamespace = ns
 	out, err := helm.Render(ctx, ch, helm.Release{Name: hr.ReleaseName, Namespace: ns, IncludeCRDs: hr.InstallCRDs != flux.CRDsSkip}, values, s.opts.Render)
 	if err != nil {
 		return nil, err
+	}
+	effective, err := ch.EffectiveValues(values)
+	if err != nil {
+		return nil, err
+	}
+	u.Values = &ValuesTarget{Source: u.Source, Pointer: "/spec/values", Values: effective}
+	if u.Source.Renderer != "" {
+		u.Values.Reason = fmt.Sprintf("the HelmRelease is itself rendered by the %s %s", u.Source.Renderer, u.Source.RenderRoot)
 	}
 	return flux.PostRender(out.Objects, hr)
 }
@@ -293,4 +372,28 @@ func (s *state) fluxChart(ctx context.Context, hr *flux.HelmRelease) (*helm.Char
 		return s.loadChart(ctx, dir)
 	}
 	return nil, unpredictable(fmt.Sprintf("chart %s from %s %s/%s", c.Chart, c.SourceRef.Kind, ns, c.SourceRef.Name), "truce reads charts from HelmRepository, OCIRepository and GitRepository sources only")
+}
+
+// withoutRestated drops the entry point's own copies of objects a unit
+// applies too: gotk-sync.yaml is read to start, and the flux-system
+// Kustomization applies it again from the cluster directory.
+func withoutRestated(objs []manifest.Object) []manifest.Object {
+	type id struct{ apiVersion, kind, namespace, name string }
+	key := func(o manifest.Object) id {
+		return id{o.Object.GetAPIVersion(), o.Object.GetKind(), o.Object.GetNamespace(), o.Object.GetName()}
+	}
+	applied := map[id]bool{}
+	for _, o := range objs {
+		if !o.Source.Unit.IsZero() {
+			applied[key(o)] = true
+		}
+	}
+	out := objs[:0]
+	for _, o := range objs {
+		if o.Source.Unit.IsZero() && applied[key(o)] {
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
 }

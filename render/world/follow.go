@@ -22,6 +22,9 @@ type state struct {
 	w *World
 	// seen are the units already followed.
 	seen map[manifest.Unit]bool
+	// origins maps, per artifact directory, its files to the files of
+	// the repository they were copied from.
+	origins map[string]map[string]string
 	// dir is where Applications whose repository is not this checkout
 	// look for their path (the first path given), "" for none.
 	dir string

@@ -16,7 +16,7 @@ import (
 // (a Helm chart directory is rendered, as Argo CD would render it for an
 // Application pointing at it), then every unit they define.
 func (l *loader) plainWorld(ctx context.Context, paths []string) (*World, error) {
-	s := &state{loader: l, w: &World{Name: strings.Join(paths, " ")}, seen: map[manifest.Unit]bool{}}
+	s := &state{loader: l, w: &World{Name: strings.Join(paths, " ")}, seen: map[manifest.Unit]bool{}, origins: map[string]map[string]string{}}
 	var objs []manifest.Object
 	var loadErr error
 	for _, p := range paths {

@@ -56,11 +56,36 @@ type Unit struct {
 	// Hooks counts Argo CD hooks left out: they run in sync phases and
 	// are not compared.
 	Hooks int
+	// DefaultNamespace is where the unit puts namespaced objects that name none:
+	// an Application's destination namespace, a HelmRelease's release
+	// namespace; empty leaves them to the API server ("default").
+	DefaultNamespace string
+	// Values is where the unit's Helm values are written, for a unit
+	// that renders a chart; nil otherwise.
+	Values *ValuesTarget
 	// Problem is why the unit could not be rendered: a
 	// *render.Unpredictable when truce cannot know (the network, a
 	// generator it does not run), else the error the tool itself would
 	// show. The unit applies nothing then.
 	Problem error
+}
+
+// ValuesTarget is where a unit's Helm values can be changed: the field of
+// the Application or HelmRelease that takes precedence over the chart's
+// own values and the unit's value files.
+type ValuesTarget struct {
+	// Source is the Application or HelmRelease.
+	Source manifest.Source
+	// Pointer is the JSON pointer of its values map:
+	// /spec/source/helm/valuesObject or /spec/values.
+	Pointer string
+	// Values are the values the templates saw: the unit's over the
+	// chart's own.
+	Values map[string]any
+	// Reason says why the values cannot be written there, when they
+	// cannot (the unit is itself rendered from a template, or its inline
+	// values are a YAML string).
+	Reason string
 }
 
 // World is what one entry point tells one cluster to hold.

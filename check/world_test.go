@@ -1,0 +1,257 @@
+package check
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+	helmrepo "helm.sh/helm/v4/pkg/repo/v1"
+
+	"github.com/truce-dev/truce/fix"
+	"github.com/truce-dev/truce/manifest"
+	"github.com/truce-dev/truce/render"
+	"github.com/truce-dev/truce/render/world"
+	"github.com/truce-dev/truce/simulate"
+)
+
+// checkWorlds reads paths through their entry points and checks every
+// world, fixes verified as truce check does.
+func checkWorlds(t *testing.T, paths []string, opts world.Options, cluster []string) []*Outcome {
+	t.Helper()
+	ctx := context.Background()
+	cl, err := manifest.LoadPaths(ctx, cluster, manifest.DefaultOptions())
+	if err != nil && len(cluster) > 0 {
+		t.Fatal(err)
+	}
+	worlds, err := world.Load(ctx, paths, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*Outcome
+	for i, w := range worlds {
+		src := Sources{Repository: paths, Cluster: cluster}
+		got, err := Run(ctx, Request{Input: WorldInput(w, cl), Sources: src, Verify: true, Load: WorldLoader(paths, i, opts, src, cl)})
+		if err != nil {
+			t.Fatalf("checking %s: %v", w.Name, err)
+		}
+		out = append(out, got)
+	}
+	return out
+}
+
+// verdicts are "world: unit" → object → verdict.
+func verdicts(outs []*Outcome) map[string]map[string]simulate.Verdict {
+	out := map[string]map[string]simulate.Verdict{}
+	for _, o := range outs {
+		for _, run := range o.Report.Runs {
+			m := out[run.UnitLabel()]
+			if m == nil {
+				m = map[string]simulate.Verdict{}
+				out[run.UnitLabel()] = m
+			}
+			for _, obj := range run.Objects {
+				m[obj.Object] = obj.Verdict
+			}
+		}
+	}
+	return out
+}
+
+func offlineOptions(t *testing.T, root string, urls ...string) world.Options {
+	return world.Options{Render: render.Options{Offline: true, CacheDir: t.TempDir()}, Root: root, RepoURLs: urls}
+}
+
+// Argo CD's example repository, checked from its app of apps as a user
+// would: every example Application judged; the guestbooks (plain,
+// kustomize, Helm, Jsonnet) and sock-shop settle; what needs the network
+// or a plugin is Unpredictable, naming it; nothing is Rejected.
+func TestArgoCDExampleAppsSettle(t *testing.T) {
+	root := filepath.Join("..", "render", "world", "testdata", "argocd-example-apps")
+	got := verdicts(checkWorlds(t, []string{filepath.Join(root, "apps")},
+		offlineOptions(t, root, "https://github.com/argoproj/argocd-example-apps"), nil))
+	prefix := filepath.Join(root, "apps") + ": example."
+	for _, app := range []string{"guestbook", "helm-guestbook", "kustomize-guestbook", "jsonnet-guestbook", "jsonnet-guestbook-tla", "sock-shop", "helm-hooks", "pre-post-sync", "sync-waves"} {
+		objs, ok := got[prefix+app]
+		if !ok || len(objs) == 0 {
+			t.Errorf("%s: not judged (runs: %v)", app, keys(got))
+			continue
+		}
+		for obj, v := range objs {
+			if v != simulate.Synced {
+				t.Errorf("%s: %s is %s, want Synced", app, obj, v)
+			}
+		}
+	}
+	for _, app := range []string{"helm-dependency", "plugin-kasane", "plugin-nix", "plugin-kustomized-helm"} {
+		for obj, v := range got[prefix+app] {
+			if v != simulate.Unpredictable {
+				t.Errorf("%s: %s is %s, want Unpredictable", app, obj, v)
+			}
+		}
+	}
+	for unit, objs := range got {
+		for obj, v := range objs {
+			if v == simulate.Rejected {
+				t.Errorf("%s: %s Rejected", unit, obj)
+			}
+		}
+	}
+}
+
+// Flux's example repository offline: two clusters, each a world; the
+// charts need the network, so their HelmReleases are Unpredictable, as
+// are the custom resources whose CRDs those charts install; nothing is
+// Rejected for want of Flux's own CRDs.
+func TestFluxExampleOffline(t *testing.T) {
+	root := filepath.Join("..", "render", "world", "testdata", "flux2-kustomize-helm-example")
+	got := verdicts(checkWorlds(t, []string{root}, offlineOptions(t, root), nil))
+	for _, cluster := range []string{"clusters/production", "clusters/staging"} {
+		for _, unit := range []string{"flux-system", "infra-controllers", "apps"} {
+			objs, ok := got[cluster+": "+unit]
+			if !ok {
+				t.Errorf("%s: %s not judged (runs: %v)", cluster, unit, keys(got))
+			}
+			for obj, v := range objs {
+				if v != simulate.Synced {
+					t.Errorf("%s: %s: %s is %s, want Synced", cluster, unit, obj, v)
+				}
+			}
+		}
+		for _, hr := range []string{"podinfo", "cert-manager", "envoy-gateway"} {
+			objs := got[cluster+": "+simulate.HelmReleaseUnit(hr)]
+			if len(objs) != 1 {
+				t.Errorf("%s: HelmRelease %s: %v, want one Unpredictable line", cluster, hr, objs)
+			}
+			for obj, v := range objs {
+				if v != simulate.Unpredictable {
+					t.Errorf("%s: %s is %s, want Unpredictable", cluster, obj, v)
+				}
+			}
+		}
+	}
+	for unit, objs := range got {
+		for obj, v := range objs {
+			if v == simulate.Rejected {
+				t.Errorf("%s: %s Rejected", unit, obj)
+			}
+		}
+	}
+}
+
+// The same repository with podinfo's chart served on loopback: the
+// HelmRelease is rendered with the cluster's values and judged.
+func TestFluxExampleChartServedOnLoopback(t *testing.T) {
+	src := filepath.Join("..", "render", "world", "testdata", "flux2-kustomize-helm-example")
+	root := t.TempDir()
+	if err := copyTree(src, root); err != nil {
+		t.Fatal(err)
+	}
+	srv := serveChart(t, filepath.Join("testdata", "helm-mirror", "charts", "podinfo"))
+	repoFile := filepath.Join(root, "apps", "base", "podinfo", "repository.yaml")
+	data, err := os.ReadFile(repoFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(repoFile, []byte(strings.ReplaceAll(string(data), "https://stefanprodan.github.io/podinfo", srv.URL)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts := world.Options{Render: render.Options{CacheDir: t.TempDir()}, Root: root}
+	got := verdicts(checkWorlds(t, []string{filepath.Join(root, "clusters", "staging")}, opts, nil))
+	objs := got["clusters/staging: "+simulate.HelmReleaseUnit("podinfo")]
+	if objs["Deployment.apps/podinfo/podinfo"] != simulate.Synced {
+		t.Errorf("podinfo's Deployment: %v, want Synced (all: %v)", objs["Deployment.apps/podinfo/podinfo"], objs)
+	}
+	if objs["Deployment.apps/podinfo/podinfo-redis"] != simulate.Synced {
+		t.Errorf("the redis the staging values enable: %v, want Synced (all: %v)", objs["Deployment.apps/podinfo/podinfo-redis"], objs)
+	}
+}
+
+// A public chart under an image-mirroring MutatingAdmissionPolicy: under
+// Argo CD's legacy diff the rendered Deployment loops, and the fix writes
+// the mirrored repository into the Application's valuesObject, verified
+// Synced; the same chart installed by a Flux HelmRelease is Synced.
+func TestHelmValuesFix(t *testing.T) {
+	root := t.TempDir()
+	if err := copyTree(filepath.Join("testdata", "helm-mirror"), root); err != nil {
+		t.Fatal(err)
+	}
+	opts := offlineOptions(t, root, "https://git.example.com/platform.git")
+	cluster := []string{filepath.Join(root, "cluster")}
+	apps := []string{filepath.Join(root, "apps")}
+	outs := checkWorlds(t, apps, opts, cluster)
+	var pf *ProblemFixes
+	for _, p := range outs[0].Problems {
+		if p.Ref.String() == "Deployment.apps/podinfo/podinfo" {
+			pf = p
+		}
+	}
+	if pf == nil || pf.Verdict != simulate.Loop {
+		t.Fatalf("podinfo's Deployment: %+v, want a Loop", pf)
+	}
+	if pf.Chosen == nil || pf.Chosen.Kind != fix.KindGitValue {
+		t.Fatalf("chosen fix %+v, want %s (notes %v)", pf.Chosen, fix.KindGitValue, pf.Notes)
+	}
+	app := filepath.Join(root, "apps", "podinfo.yaml")
+	if got := string(pf.Chosen.Files[app]); !strings.Contains(got, "repository: registry.internal/ghcr.io/stefanprodan/podinfo") {
+		t.Errorf("the fix writes %s:\n%s", app, got)
+	}
+	ctx := context.Background()
+	w, err := world.Load(ctx, apps, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, _ := manifest.LoadPaths(ctx, cluster, manifest.DefaultOptions())
+	src := Sources{Repository: apps, Cluster: cluster}
+	applied, err := Fix(ctx, Request{Input: WorldInput(w[0], cl), Sources: src, Load: WorldLoader(apps, 0, opts, src, cl)}, FixOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if applied.After == nil || applied.After.Report.Failed() {
+		t.Errorf("after the fix: %+v", applied.After)
+	}
+	for unit, objs := range verdicts(checkWorlds(t, []string{filepath.Join(root, "clusters")}, opts, cluster)) {
+		for obj, v := range objs {
+			if v != simulate.Synced {
+				t.Errorf("Flux %s: %s is %s, want Synced", unit, obj, v)
+			}
+		}
+	}
+}
+
+// serveChart serves a chart directory as an HTTP chart repository on
+// loopback, packaged and indexed with Helm's own code.
+func serveChart(t *testing.T, chartDir string) *httptest.Server {
+	t.Helper()
+	dir := t.TempDir()
+	ch, err := loader.LoadDir(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chartutil.Save(ch, dir); err != nil {
+		t.Fatal(err)
+	}
+	idx, err := helmrepo.IndexDirectory(dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := idx.WriteFile(filepath.Join(dir, "index.yaml"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
