@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"helm.sh/helm/v4/pkg/action"
 	ci "helm.sh/helm/v4/pkg/chart"
 	"helm.sh/helm/v4/pkg/chart/common"
 	"helm.sh/helm/v4/pkg/chart/loader"
@@ -117,20 +116,6 @@ func fromCharter(dir string, c ci.Charter) (*Chart, error) {
 		return nil, fmt.Errorf("loading Helm chart %s: only charts of apiVersion v1 and v2 can be rendered", dir)
 	}
 	return &Chart{Dir: dir, Chart: ch}, nil
-}
-
-// checkDependencies is the check helm template makes before rendering:
-// every dependency in Chart.yaml must be in charts/.
-func checkDependencies(ch *chart.Chart) error {
-	ac, err := ci.NewAccessor(ch)
-	if err != nil {
-		return err
-	}
-	req := ac.MetaDependencies()
-	if len(req) == 0 {
-		return nil
-	}
-	return action.CheckDependencies(ch, req)
 }
 
 // chartRoot returns dir and the repository root, both absolute with

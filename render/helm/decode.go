@@ -6,8 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	release "helm.sh/helm/v4/pkg/release/v1"
-
 	"github.com/truce-dev/truce/manifest"
 )
 
@@ -32,7 +30,7 @@ const (
 // manifest, then its hooks) plus the crds/ files, in one manifest.Decode
 // call so that opts bound the whole render, and attributes every object
 // to its template.
-func decodeRelease(ch *Chart, r *release.Release, rel Release, opts manifest.Options) (*Rendered, error) {
+func decodeRelease(ch *Chart, r *templated, rel Release, opts manifest.Options) (*Rendered, error) {
 	crdFiles := map[string]bool{}
 	for _, crd := range r.Chart.CRDObjects() {
 		crdFiles[crd.Filename] = true

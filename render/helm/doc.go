@@ -14,9 +14,10 @@
 //   - ArgoValues.Merge computes the values helm template gets from an
 //     Argo CD Application; MergeFlux, SetValue and FluxValues do the same
 //     for a HelmRelease's valuesFrom and values.
-//   - Render is helm template: Helm's install action with a client-only
-//     dry run, decoded with manifest.Decode, every object traced to its
-//     template file.
+//   - Render is helm template: the steps of Helm's install action with a
+//     client-only dry run, taken from it with Helm's chart, engine and
+//     sorter packages (install.go; pkg/action is not linked), decoded
+//     with manifest.Decode, every object traced to its template file.
 //
 // Helm does none of its network work under a context or a size limit, and
 // its template engine cannot be interrupted; this package bounds the first

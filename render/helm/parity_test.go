@@ -23,6 +23,8 @@ type parityCase struct {
 	kubeVersion string
 	apiVersions []string
 	wantErr     bool
+	// errContains, with wantErr, is in both errors.
+	errContains string
 }
 
 var parityCases = []parityCase{
@@ -53,6 +55,27 @@ var parityCases = []parityCase{
 	{name: "helm subchart extra values no tests", chart: "helm/subchart", rel: Release{Name: "rel", Namespace: "ns", SkipTests: true},
 		values: ArgoValues{Files: []string{"extra_values.yaml"}, Parameters: []Parameter{
 			{Name: "tags.front-end", Value: "false"}, {Name: "subchartb.enabled", Value: "true"}, {Name: "configmap.enabled", Value: "true"}}}},
+	{name: "schema valid, import-values, capabilities, lookup", chart: "charts/schema", rel: Release{Name: "s", Namespace: "data"},
+		apiVersions: []string{"example.com/v1"}, kubeVersion: "v1.31.2"},
+	{name: "schema valid upgrade, subchart disabled", chart: "charts/schema", rel: Release{Name: "s", IsUpgrade: true},
+		values: ArgoValues{Parameters: []Parameter{{Name: "db.enabled", Value: "false"}, {Name: "replicas", Value: "4"}}}},
+	{name: "schema violated", chart: "charts/schema", rel: Release{Name: "s"},
+		values:  ArgoValues{Parameters: []Parameter{{Name: "replicas", Value: "0"}}},
+		wantErr: true, errContains: "values don't meet the specifications of the schema"},
+	{name: "schema violated, wrong type", chart: "charts/schema", rel: Release{Name: "s"},
+		values:  ArgoValues{Parameters: []Parameter{{Name: "image.tag", Value: "latest"}}},
+		wantErr: true, errContains: "at '/image/tag': 'latest' does not match pattern"},
+	{name: "subchart schema violated", chart: "charts/schema", rel: Release{Name: "s"},
+		values:  ArgoValues{Parameters: []Parameter{{Name: "db.storage", Value: "lots"}}},
+		wantErr: true, errContains: "db:\n- at '/storage'"},
+	{name: "schema violated, validation skipped", chart: "charts/schema", rel: Release{Name: "s", SkipSchemaValidation: true},
+		values: ArgoValues{Parameters: []Parameter{{Name: "replicas", Value: "0"}, {Name: "db.storage", Value: "lots"}}}},
+	{name: "library chart dependency", chart: "charts/withlib", rel: Release{Name: "l", Namespace: "x"}},
+	{name: "chart kubeVersion met", chart: "charts/future", rel: Release{Name: "f"}, kubeVersion: "1.30.0"},
+	{name: "chart kubeVersion not met", chart: "charts/future", rel: Release{Name: "f"}, kubeVersion: "1.29.9",
+		wantErr: true, errContains: "chart requires kubeVersion: >=1.30.0-0 which is incompatible with Kubernetes v1.29.9"},
+	{name: "invalid release name", chart: "charts/future", rel: Release{Name: "Not_Valid"}, kubeVersion: "1.30.0",
+		wantErr: true, errContains: `release name "Not_Valid"`},
 }
 
 // TestParityWithHelmTemplate checks that Render gives, object for object
@@ -74,6 +97,9 @@ func TestParityWithHelmTemplate(t *testing.T) {
 			if tc.wantErr {
 				if renderErr == nil || helmErr == nil {
 					t.Fatalf("want both to fail; Render: %v, helm template: %v", renderErr, helmErr)
+				}
+				if !strings.Contains(renderErr.Error(), tc.errContains) || !strings.Contains(helmErr.Error(), tc.errContains) {
+					t.Fatalf("want both errors to contain %q; Render: %v, helm template: %v", tc.errContains, renderErr, helmErr)
 				}
 				return
 			}
@@ -116,6 +142,9 @@ func helmArgs(t *testing.T, dir string, tc parityCase, opts render.Options) []st
 	}
 	if tc.rel.IsUpgrade {
 		args = append(args, "--is-upgrade")
+	}
+	if tc.rel.SkipSchemaValidation {
+		args = append(args, "--skip-schema-validation")
 	}
 	for _, f := range tc.values.Files {
 		args = append(args, "--values", filepath.Join(dir, f))

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"time"
 
-	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/common"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	release "helm.sh/helm/v4/pkg/release/v1"
@@ -59,7 +57,8 @@ type Rendered struct {
 }
 
 // Render renders ch with values as helm template does (Helm's install
-// action with a client-only dry run): opts.KubeVersion (default
+// action with a client-only dry run, mirrored step by step in install.go
+// without linking pkg/action): opts.KubeVersion (default
 // render.KubeVersion) as .Capabilities.KubeVersion, Helm's built-in API
 // versions plus opts.APIVersions as .Capabilities.APIVersions, lookup
 // returning nothing. values are the user-supplied values (ArgoValues.Merge,
@@ -84,6 +83,7 @@ func Render(ctx context.Context, ch *Chart, rel Release, values map[string]any, 
 	if err != nil {
 		return nil, fmt.Errorf("rendering %s: invalid Kubernetes version %q: %w", ch, opts.KubeVersion, err)
 	}
+	// pkg/cmd/install.go checkIfInstallable, before the install action.
 	switch ch.Chart.Metadata.Type {
 	case "", "application":
 	default:
@@ -97,19 +97,15 @@ func Render(ctx context.Context, ch *Chart, rel Release, values map[string]any, 
 		vals = map[string]any{}
 	}
 
-	cfg := action.NewConfiguration()
-	cfg.SetLogger(slog.DiscardHandler)
-	install := action.NewInstall(cfg)
-	install.DryRunStrategy = action.DryRunClient
-	install.ReleaseName = rel.Name
-	install.Namespace = rel.Namespace
-	install.Replace = true // as helm template: skip the name check
-	install.KubeVersion = kubeVersion
-	install.APIVersions = common.VersionSet(opts.APIVersions)
-	install.IncludeCRDs = rel.IncludeCRDs
-	install.IsUpgrade = rel.IsUpgrade
-	install.SkipSchemaValidation = rel.SkipSchemaValidation
-
+	install := &installClientOnly{
+		ReleaseName:          rel.Name,
+		Namespace:            rel.Namespace,
+		KubeVersion:          kubeVersion,
+		APIVersions:          common.VersionSet(opts.APIVersions),
+		IncludeCRDs:          rel.IncludeCRDs,
+		IsUpgrade:            rel.IsUpgrade,
+		SkipSchemaValidation: rel.SkipSchemaValidation,
+	}
 	out, err := runInstall(ctx, install, cloneChart(ch.Chart), vals, ch)
 	if err != nil {
 		return nil, err
@@ -117,13 +113,13 @@ func Render(ctx context.Context, ch *Chart, rel Release, values map[string]any, 
 	return decodeRelease(ch, out, rel, opts.Manifest)
 }
 
-// runInstall runs Helm's install action on its own goroutine so that a
-// chart that never finishes rendering does not hang the caller.
-func runInstall(ctx context.Context, install *action.Install, c *chart.Chart, vals map[string]any, ch *Chart) (*release.Release, error) {
+// runInstall renders on its own goroutine so that a chart that never
+// finishes rendering does not hang the caller.
+func runInstall(ctx context.Context, install *installClientOnly, c *chart.Chart, vals map[string]any, ch *Chart) (*templated, error) {
 	ctx, cancel := context.WithTimeout(ctx, RenderTimeout)
 	defer cancel()
 	type result struct {
-		rel *release.Release
+		out *templated
 		err error
 	}
 	done := make(chan result, 1)
@@ -133,24 +129,15 @@ func runInstall(ctx context.Context, install *action.Install, c *chart.Chart, va
 				done <- result{err: fmt.Errorf("panic in Helm: %v", r)}
 			}
 		}()
-		r, err := install.RunWithContext(ctx, c, vals)
-		if err != nil {
-			done <- result{err: err}
-			return
-		}
-		rel, ok := r.(*release.Release)
-		if !ok {
-			done <- result{err: fmt.Errorf("unexpected release type %T", r)}
-			return
-		}
-		done <- result{rel: rel}
+		out, err := install.run(ctx, c, vals)
+		done <- result{out: out, err: err}
 	}()
 	select {
 	case r := <-done:
 		if r.err != nil {
 			return nil, fmt.Errorf("rendering %s: %w", ch, r.err)
 		}
-		return r.rel, nil
+		return r.out, nil
 	case <-ctx.Done():
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, fmt.Errorf("rendering %s: templates did not finish in time; a template may loop forever (rendering goes on in the background until it ends): %w", ch, ctx.Err())
