@@ -15,7 +15,8 @@ import (
 // CustomResourceDefinition; a library linked into truce that registers
 // apiextensions there turns a caBundle loop on a CRD into Synced (Helm
 // v4.3.1 does twice: pkg/kube's init, and pkg/chart/common when it builds
-// DefaultVersionSet). This test binary links what the truce binary links.
+// DefaultVersionSet; render/helm/scheme.go puts the scheme back). This
+// test binary links what the truce binary links.
 func TestClientGoSchemeHasNoCRDKind(t *testing.T) {
 	for _, gvk := range []schema.GroupVersionKind{
 		{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"},
