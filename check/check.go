@@ -208,27 +208,15 @@ func Split(in Input) (*Repository, error) {
 // wherever it is used, so its kinds exist even when the repository does
 // not hold their CRDs.
 func missingToolkitCRDs(base []manifest.Object, desired []simulate.Desired) ([]manifest.Object, error) {
-	defined := map[k8sschema.GroupKind]bool{}
-	for _, o := range append(base, desiredObjects(desired)...) {
-		if o.Object.GetKind() != "CustomResourceDefinition" {
-			continue
-		}
-		group, _, _ := unstructured.NestedString(o.Object.Object, "spec", "group")
-		kind, _, _ := unstructured.NestedString(o.Object.Object, "spec", "names", "kind")
-		defined[k8sschema.GroupKind{Group: group, Kind: kind}] = true
+	var defined, used []*unstructured.Unstructured
+	for _, o := range base {
+		defined = append(defined, o.Object)
 	}
-	var need []k8sschema.GroupKind
 	for _, d := range desired {
-		gk := d.Object.GroupVersionKind().GroupKind()
-		if !defined[gk] && toolkit.Has(gk) {
-			defined[gk] = true
-			need = append(need, gk)
-		}
+		defined = append(defined, d.Object)
+		used = append(used, d.Object)
 	}
-	if len(need) == 0 {
-		return nil, nil
-	}
-	crds, err := toolkit.CRDsFor(need)
+	crds, err := toolkit.For(used, defined)
 	if err != nil {
 		return nil, err
 	}
@@ -246,14 +234,6 @@ func toolkitSource(crd *unstructured.Unstructured) string {
 		return "Argo CD's CRD, built into truce"
 	}
 	return "Flux's CRD, built into truce"
-}
-
-func desiredObjects(desired []simulate.Desired) []manifest.Object {
-	out := make([]manifest.Object, len(desired))
-	for i, d := range desired {
-		out[i] = manifest.Object{Source: d.Source, Object: d.Object}
-	}
-	return out
 }
 
 // ruleFinding is an ignore rule's finding as the report shows it: the

@@ -155,8 +155,11 @@ func unrendered(in Input) map[[2]string]bool {
 // HelmRelease (which may share a Kustomization's name), as
 // simulate.Setups names them.
 func unitLabel(u *world.Unit) string {
-	if u.Kind == world.KindHelmRelease {
+	switch u.Kind {
+	case world.KindHelmRelease:
 		return simulate.HelmReleaseUnit(u.Name)
+	case world.KindApplicationSet:
+		return "ApplicationSet " + u.Name
 	}
 	return u.Name
 }

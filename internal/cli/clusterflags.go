@@ -33,15 +33,18 @@ func (c *clusterFlags) register(f *pflag.FlagSet) {
 // load reads the cluster's objects into a state and returns the admission
 // options the flags describe; the objects are returned for error messages
 // that name their files (withSource).
-func (c *clusterFlags) load(ctx context.Context) (*admission.State, admission.Options, []manifest.Object, error) {
+//
+// extra objects join the state (CRDs the repository needs).
+func (c *clusterFlags) load(ctx context.Context, extra ...*unstructured.Unstructured) (*admission.State, admission.Options, []manifest.Object, error) {
 	objs, err := manifest.LoadPaths(ctx, c.cluster, manifest.DefaultOptions())
 	if err != nil {
 		return nil, admission.Options{}, nil, err
 	}
-	us := make([]*unstructured.Unstructured, len(objs))
+	us := make([]*unstructured.Unstructured, len(objs), len(objs)+len(extra))
 	for i, o := range objs {
 		us[i] = o.Object
 	}
+	us = append(us, extra...)
 	state, err := admission.NewState(us...)
 	if err != nil {
 		return nil, admission.Options{}, nil, err

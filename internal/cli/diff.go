@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/cluster"
@@ -17,10 +18,13 @@ import (
 	"github.com/truce-dev/truce/cluster/memory"
 	"github.com/truce-dev/truce/drift"
 	"github.com/truce-dev/truce/gitops"
+	"github.com/truce-dev/truce/manifest"
+	"github.com/truce-dev/truce/schema/toolkit"
 )
 
 type diffOptions struct {
 	clusterFlags
+	renderFlags
 	strategy    string
 	output      string
 	color       string
@@ -91,6 +95,7 @@ Exit status, as flux diff: 0 no drift, 1 drift, 2 error.`,
 	}
 	f := cmd.Flags()
 	o.clusterFlags.register(f)
+	o.renderFlags.register(f)
 	f.StringVar(&o.strategy, "strategy", strategyAuto, "how drift is decided: "+strategyListForUsage)
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	f.StringVar(&o.color, "color", "auto", "colour the text output: auto (when stdout is a terminal), always or never")
@@ -110,14 +115,14 @@ func runDiff(ctx context.Context, cmd *cobra.Command, o *diffOptions, args []str
 	if err != nil {
 		return err
 	}
-	repo, err := loadRepository(ctx, cmd, args, o.ref)
+	repo, err := loadRepository(ctx, cmd, &o.renderFlags, args, o.ref)
 	if err != nil {
 		return err
 	}
 	if len(repo.manifests) == 0 {
 		return fmt.Errorf("no manifests found in %s", strings.Join(args, ", "))
 	}
-	c, mem, closeCluster, err := o.openCluster(ctx)
+	c, mem, closeCluster, err := o.openCluster(ctx, repo)
 	if err != nil {
 		return err
 	}
@@ -170,8 +175,10 @@ func useColor(mode string, out io.Writer) (bool, error) {
 }
 
 // openCluster returns the live cluster of --kubeconfig, or the in-process
-// one seeded with -c (which is also returned as mem).
-func (o *diffOptions) openCluster(ctx context.Context) (cluster.Cluster, *memory.Cluster, func(), error) {
+// one seeded with -c and the CRDs of the GitOps tools' kinds the
+// repository uses (which is also returned as mem).
+func (o *diffOptions) openCluster(ctx context.Context, r *repository) (cluster.Cluster, *memory.Cluster, func(), error) {
+	repo := r.objects()
 	if o.kubeconfig != "" || o.kubeContext != "" {
 		if len(o.cluster) > 0 {
 			return nil, nil, nil, fmt.Errorf("--kubeconfig names a real cluster; -c describes an in-process one: use one or the other")
@@ -186,7 +193,22 @@ func (o *diffOptions) openCluster(ctx context.Context) (cluster.Cluster, *memory
 		}
 		return c, nil, func() {}, nil
 	}
-	state, opts, clusterObjs, err := o.clusterFlags.load(ctx)
+	clusterObjs, err := manifest.LoadPaths(ctx, o.cluster, manifest.DefaultOptions())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defined := append([]*unstructured.Unstructured(nil), repo...)
+	for _, c := range clusterObjs {
+		defined = append(defined, c.Object)
+	}
+	crds, err := toolkit.For(repo, defined)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for _, b := range r.base {
+		crds = append(crds, b.Object.DeepCopy())
+	}
+	state, opts, clusterObjs, err := o.clusterFlags.load(ctx, crds...)
 	if err != nil {
 		return nil, nil, nil, err
 	}

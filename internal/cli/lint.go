@@ -23,6 +23,7 @@ import (
 )
 
 type lintOptions struct {
+	renderFlags
 	kubeconfig  string
 	kubeContext string
 	format      string
@@ -68,6 +69,7 @@ Exit status: 0 no finding at or above --fail-on (default error), 1 some, 2 error
 		},
 	}
 	f := cmd.Flags()
+	o.renderFlags.register(f)
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "also lint the live cluster of this kubeconfig (read only)")
 	f.StringVar(&o.kubeContext, "context", "", "the kubeconfig context (implies reading the live cluster)")
 	f.StringVar(&o.format, "format", "text", "output format: text, json or sarif")
@@ -104,28 +106,52 @@ func runLint(ctx context.Context, cmd *cobra.Command, o *lintOptions, paths []st
 		return fmt.Errorf("nothing to lint: give manifest paths, --kubeconfig, or both")
 	}
 
-	var objs []manifest.Object
+	// Each cluster of the repository (render/world) is linted on its own,
+	// with what its units render.
+	inputs := [][]manifest.Object{nil}
 	if len(paths) > 0 {
-		lopts := manifest.DefaultOptions()
-		lopts.Stdin = cmd.InOrStdin()
-		files, err := manifest.LoadPaths(ctx, paths, lopts)
+		worlds, ok, err := readWorlds(ctx, &o.renderFlags, paths)
 		if err != nil {
 			return err
 		}
-		objs = files
+		if ok {
+			inputs = inputs[:0]
+			for _, w := range worlds {
+				inputs = append(inputs, append(append([]manifest.Object(nil), w.Objects...), w.Base...))
+			}
+		} else {
+			lopts := manifest.DefaultOptions()
+			lopts.Stdin = cmd.InOrStdin()
+			files, err := manifest.LoadPaths(ctx, paths, lopts)
+			if err != nil {
+				return err
+			}
+			inputs[0] = files
+		}
 	}
-	if liveCluster {
-		liveObjs, err := readLintCluster(ctx, cmd.ErrOrStderr(), o.kubeconfig, o.kubeContext, objs)
+	var findings []lint.Finding
+	seen := map[string]bool{}
+	for _, objs := range inputs {
+		if liveCluster {
+			liveObjs, err := readLintCluster(ctx, cmd.ErrOrStderr(), o.kubeconfig, o.kubeContext, objs)
+			if err != nil {
+				return err
+			}
+			objs = lint.WithLive(objs, liveObjs)
+		}
+		got, err := lint.Run(ctx, &lint.Input{Objects: objs}, lint.Options{Disable: o.disable, MaxWebhookTimeout: o.maxTimeout, Simulator: checkSimulator{}})
 		if err != nil {
 			return err
 		}
-		objs = lint.WithLive(objs, liveObjs)
+		for _, f := range got {
+			key := fmt.Sprintf("%+v", f)
+			if !seen[key] {
+				seen[key] = true
+				findings = append(findings, f)
+			}
+		}
 	}
-
-	findings, err := lint.Run(ctx, &lint.Input{Objects: objs}, lint.Options{Disable: o.disable, MaxWebhookTimeout: o.maxTimeout, Simulator: checkSimulator{}})
-	if err != nil {
-		return err
-	}
+	var err error
 	switch o.format {
 	case "json":
 		err = lint.WriteJSON(out, findings)

@@ -82,3 +82,16 @@ func loadCheckRequests(ctx context.Context, cmd *cobra.Command, cf *clusterFlags
 	}
 	return out, nil
 }
+
+// readWorlds reads local paths through their entry points (render/world);
+// ok is false for standard input and Git arguments, which are read as
+// plain files.
+func readWorlds(ctx context.Context, rf *renderFlags, paths []string) (worlds []*world.World, ok bool, err error) {
+	for _, a := range paths {
+		if _, git := manifest.ParseGitArg(a); git || a == "-" {
+			return nil, false, nil
+		}
+	}
+	worlds, err = world.Load(ctx, paths, rf.options(manifest.DefaultOptions()))
+	return worlds, true, err
+}

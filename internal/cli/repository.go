@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,16 +20,48 @@ import (
 // manifests and the GitOps tools' settings.
 type repository struct {
 	manifests []manifest.Object
-	settings  *gitops.Settings
-	findings  []string
+	// base are objects the cluster holds before the repository is
+	// applied (namespaces Argo CD or flux bootstrap create).
+	base     []manifest.Object
+	settings *gitops.Settings
+	findings []string
 }
 
 // loadRepository reads manifests from directories, files or Git arguments
 // (URL[//sub/path][?ref=REF]) and separates the GitOps settings out.
-func loadRepository(ctx context.Context, cmd *cobra.Command, args []string, ref string) (*repository, error) {
-	objs, err := loadArgs(ctx, cmd, args, ref)
-	if err != nil {
+//
+// Local paths are read through their entry points (render/world), so
+// that charts, Jsonnet and Flux builds are rendered; the paths must then
+// hold one cluster.
+func loadRepository(ctx context.Context, cmd *cobra.Command, rf *renderFlags, args []string, ref string) (*repository, error) {
+	var objs []manifest.Object
+	worlds, ok, err := readWorlds(ctx, rf, args)
+	switch {
+	case err != nil:
 		return nil, err
+	case !ok:
+		if objs, err = loadArgs(ctx, cmd, args, ref); err != nil {
+			return nil, err
+		}
+	case len(worlds) > 1:
+		var names []string
+		for _, w := range worlds {
+			names = append(names, w.Name)
+		}
+		return nil, fmt.Errorf("%s holds %d clusters (%s): diff one of them", strings.Join(args, " "), len(worlds), strings.Join(names, ", "))
+	default:
+		objs = worlds[0].Objects
+	}
+	var base []manifest.Object
+	var unitFindings []string
+	if ok && len(worlds) == 1 {
+		base = worlds[0].Base
+		for _, u := range worlds[0].Units {
+			if u.Problem != nil {
+				unitFindings = append(unitFindings, fmt.Sprintf("%s: %s not rendered, its objects are not compared: %v", u.Source, u.Unit, u.Problem))
+			}
+		}
+		unitFindings = append(unitFindings, worlds[0].Notes...)
 	}
 	in := make([]gitops.Object, len(objs))
 	for i, o := range objs {
@@ -38,7 +71,7 @@ func loadRepository(ctx context.Context, cmd *cobra.Command, args []string, ref 
 	if err != nil {
 		return nil, err
 	}
-	repo := &repository{settings: settings}
+	repo := &repository{settings: settings, base: base, findings: unitFindings}
 	bySource := map[*unstructured.Unstructured]manifest.Object{}
 	for _, o := range objs {
 		bySource[o.Object] = o

@@ -86,6 +86,8 @@ func (s *state) define(o manifest.Object, parent manifest.Unit) (*Unit, bool) {
 		kind, tool = KindKustomization, "flux"
 	case gvk.Group == "helm.toolkit.fluxcd.io" && gvk.Kind == KindHelmRelease:
 		kind, tool = KindHelmRelease, "flux"
+	case gvk.Group == "argoproj.io" && gvk.Kind == KindApplicationSet:
+		kind, tool = KindApplicationSet, "argocd"
 	default:
 		return nil, false
 	}
@@ -110,6 +112,8 @@ func (s *state) render(ctx context.Context, u *Unit, o manifest.Object) ([]manif
 		return s.kustomization(ctx, u, o.Object)
 	case KindHelmRelease:
 		return s.helmRelease(ctx, u, o.Object)
+	case KindApplicationSet:
+		return nil, unpredictable("ApplicationSet "+u.Name, "truce does not expand ApplicationSet generators yet; the Applications it generates are not checked")
 	}
 	return nil, fmt.Errorf("unknown unit kind %s", u.Kind)
 }

@@ -36,6 +36,9 @@ const (
 	KindApplication   = "Application"
 	KindKustomization = "Kustomization"
 	KindHelmRelease   = "HelmRelease"
+	// KindApplicationSet is followed only to say that its Applications
+	// are not checked.
+	KindApplicationSet = "ApplicationSet"
 )
 
 // Unit is one Application, Kustomization or HelmRelease that was

@@ -2,6 +2,7 @@ package world
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -174,4 +175,59 @@ func keys(m map[string]*Unit) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// An ApplicationSet is reported, not silently skipped: its generators are
+// not expanded yet.
+func TestApplicationSetIsUnpredictable(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "apps", "set.yaml"), `apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata:
+  name: guestbooks
+  namespace: argocd
+spec:
+  generators:
+  - list:
+      elements: [{cluster: dev}]
+  template:
+    metadata: {name: 'guestbook-{{cluster}}'}
+    spec:
+      project: default
+      source: {repoURL: https://git.example.com/x.git, path: guestbook}
+      destination: {server: https://kubernetes.default.svc, namespace: guestbook}
+`)
+	writeFile(t, filepath.Join(dir, "apps", "app.yaml"), `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: web, namespace: argocd}
+spec:
+  project: default
+  source: {repoURL: https://git.example.com/x.git, path: web}
+  destination: {server: https://kubernetes.default.svc, namespace: web}
+`)
+	writeFile(t, filepath.Join(dir, "web", "cm.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\n")
+	worlds, err := Load(context.Background(), []string{filepath.Join(dir, "apps")}, offline(t, dir, "https://git.example.com/x.git"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := units(worlds[0])["ApplicationSet argocd/guestbooks"]
+	if u == nil {
+		t.Fatalf("ApplicationSet not reported; units %v", keys(units(worlds[0])))
+	}
+	if up, ok := render.AsUnpredictable(u.Problem); !ok || !strings.Contains(up.Error(), "generators") {
+		t.Errorf("ApplicationSet: %v, want Unpredictable naming its generators", u.Problem)
+	}
+	if !applies(worlds[0], manifest.Unit{Kind: KindApplication, Namespace: "argocd", Name: "web"}, "ConfigMap/web") {
+		t.Errorf("the Application beside it is not rendered")
+	}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -155,3 +155,31 @@ func CRDsFor(gks []schema.GroupKind) ([]*unstructured.Unstructured, error) {
 	}
 	return out, nil
 }
+
+// For returns the embedded CRDs of the GitOps tools' kinds that objects use
+// and that no CustomResourceDefinition among defined declares: the tool
+// reading a repository is installed wherever it is used, so its kinds
+// exist even when the repository does not hold their CRDs.
+func For(objects, defined []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+	have := map[schema.GroupKind]bool{}
+	for _, o := range defined {
+		if o.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
+		have[schema.GroupKind{Group: group, Kind: kind}] = true
+	}
+	var need []schema.GroupKind
+	for _, o := range objects {
+		gk := o.GroupVersionKind().GroupKind()
+		if !have[gk] && Has(gk) {
+			have[gk] = true
+			need = append(need, gk)
+		}
+	}
+	if len(need) == 0 {
+		return nil, nil
+	}
+	return CRDsFor(need)
+}
