@@ -134,7 +134,7 @@ func (s *state) application(ctx context.Context, u *Unit, obj *unstructured.Unst
 		if src.Ref == "" {
 			continue
 		}
-		if dir, err := s.repoDir(src.RepoURL, ""); err == nil {
+		if dir, _, err := s.repoDir(ctx, src.RepoURL, src.TargetRevision, ""); err == nil {
 			refs["$"+src.Ref] = dir
 		}
 	}
@@ -195,29 +195,36 @@ func hasNamespace(objs []manifest.Object, ns string) bool {
 }
 
 // repoDir is where a source of repoURL at path is read: this checkout's
-// working tree when the URL names it; the directory given on the
-// command line for a repository truce does not clone (the hand-made
-// layout: Applications next to the directories they point at).
-func (s *state) repoDir(repoURL, path string) (string, error) {
+// working tree when the URL names it; the directory given on the command
+// line when the path is there (the hand-made layout: Applications next
+// to the directories they point at); else a checkout of the repository
+// at revision. root is the repository the directory belongs to, which
+// renderers are confined to.
+func (s *state) repoDir(ctx context.Context, repoURL, revision, path string) (dir, root string, err error) {
 	if s.repos.has(repoURL) {
-		return s.inRoot(s.root, path)
+		dir, err := inRoot(s.root, s.root, path)
+		return dir, s.root, err
 	}
 	if s.dir != "" {
-		if dir, err := s.inRoot(s.dir, path); err == nil {
+		if dir, err := inRoot(s.root, s.dir, path); err == nil {
 			if _, err := os.Stat(dir); err == nil {
-				return dir, nil
+				return dir, s.root, nil
 			}
 		}
 	}
-	return "", unpredictable("repository "+repoURL, "is not this checkout (its remotes and --repo-url name others), and truce does not clone other repositories yet")
+	if root, err = s.checkout(ctx, repoURL, revision); err != nil {
+		return "", "", err
+	}
+	dir, err = inRoot(root, root, path)
+	return dir, root, err
 }
 
-// inRoot joins path to base, refusing paths that leave the repository.
-func (s *state) inRoot(base, path string) (string, error) {
+// inRoot joins path to base, refusing paths that leave root.
+func inRoot(root, base, path string) (string, error) {
 	dir := filepath.Join(base, filepath.FromSlash(path))
-	rel, err := filepath.Rel(s.root, dir)
+	rel, err := filepath.Rel(root, dir)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", fmt.Errorf("path %q leaves the repository %s", path, s.root)
+		return "", fmt.Errorf("path %q leaves the repository", path)
 	}
 	return dir, nil
 }
@@ -233,12 +240,13 @@ func (s *state) argoSource(ctx context.Context, u *Unit, obj *unstructured.Unstr
 		if err != nil {
 			return nil, err
 		}
-		return s.argoHelm(ctx, u, obj, app, src, ch, "", refs)
+		return s.argoHelm(ctx, u, obj, app, src, ch, "", "", refs)
 	}
-	dir, err := s.repoDir(src.RepoURL, src.Path)
+	dir, root, err := s.repoDir(ctx, src.RepoURL, src.TargetRevision, src.Path)
 	if err != nil {
 		return nil, err
 	}
+	ropts.Manifest.RepositoryRoot = root
 	typ, err := argocd.SourceType(dir)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
@@ -262,11 +270,11 @@ func (s *state) argoSource(ctx context.Context, u *Unit, obj *unstructured.Unstr
 		TargetRevision: src.TargetRevision, RepoURL: src.RepoURL, Path: src.Path}.Env()
 	switch typ {
 	case argocd.TypeHelm:
-		ch, err := s.loadChart(ctx, dir)
+		ch, err := s.loadChart(ctx, dir, root)
 		if err != nil {
 			return nil, err
 		}
-		return s.argoHelm(ctx, u, obj, app, src, ch, dir, refs)
+		return s.argoHelm(ctx, u, obj, app, src, ch, dir, root, refs)
 	case argocd.TypeKustomize:
 		spec := argocd.KustomizeSpec{Env: env}
 		if k := src.Kustomize; k != nil {
@@ -305,13 +313,15 @@ func jsonnetVars(in []jsonnetVar) []jsonnet.Var {
 }
 
 // argoHelm renders a chart as `helm template` does when Argo CD calls it.
-func (s *state) argoHelm(ctx context.Context, u *Unit, obj *unstructured.Unstructured, app argoApplication, src argoSource, ch *helm.Chart, dir string, refs map[string]string) ([]manifest.Object, error) {
+// dir and root are the chart's directory and repository, both empty for a
+// chart from a chart repository.
+func (s *state) argoHelm(ctx context.Context, u *Unit, obj *unstructured.Unstructured, app argoApplication, src argoSource, ch *helm.Chart, dir, root string, refs map[string]string) ([]manifest.Object, error) {
 	h := src.Helm
 	if h == nil {
 		h = &argoHelm{}
 	}
 	vals := helm.ArgoValues{Files: h.ValueFiles, IgnoreMissingValueFiles: h.IgnoreMissingValueFiles,
-		Values: h.Values, ValuesObject: h.ValuesObject, RepositoryRoot: s.root, RefSources: map[string]string{},
+		Values: h.Values, ValuesObject: h.ValuesObject, RepositoryRoot: root, RefSources: map[string]string{},
 		MaxFileBytes: s.opts.Render.Manifest.MaxFileBytes}
 	for _, f := range h.ValueFiles {
 		if ref, _, ok := strings.Cut(f, "/"); ok && strings.HasPrefix(ref, "$") {
@@ -329,7 +339,7 @@ func (s *state) argoHelm(ctx context.Context, u *Unit, obj *unstructured.Unstruc
 		vals.FileParameters = append(vals.FileParameters, helm.FileParameter{Name: p.Name, Path: p.Path})
 	}
 	if dir == "" {
-		dir = ch.Dir
+		dir, vals.RepositoryRoot = ch.Dir, ch.Dir
 	}
 	values, err := vals.Merge(ctx, dir, s.puller())
 	if err != nil {
@@ -371,8 +381,8 @@ func (s *state) argoHelm(ctx context.Context, u *Unit, obj *unstructured.Unstruc
 
 // loadChart loads a chart directory of the repository, pulling missing
 // dependencies as `helm dependency build` would.
-func (s *state) loadChart(ctx context.Context, dir string) (*helm.Chart, error) {
-	return helm.Load(ctx, dir, helm.LoadOptions{Puller: s.puller(), RepositoryRoot: s.root})
+func (s *state) loadChart(ctx context.Context, dir, root string) (*helm.Chart, error) {
+	return helm.Load(ctx, dir, helm.LoadOptions{Puller: s.puller(), RepositoryRoot: root})
 }
 
 func (s *state) puller() *helm.Puller {

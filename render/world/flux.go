@@ -134,11 +134,32 @@ func (s *state) sourceRoot(ctx context.Context, kind, namespace, name string) (s
 		if s.repos.has(url) || name == fluxSystem && namespace == fluxSystem {
 			return s.root, nil
 		}
-		return "", unpredictable(subject, "its URL %s is not this checkout (its remotes and --repo-url name others), and truce does not clone other repositories yet", url)
+		ref, err := gitRepositoryRef(obj)
+		if err != nil {
+			return "", unpredictable(subject, "%v", err)
+		}
+		return s.checkout(ctx, url, ref)
 	case "ExternalArtifact":
 		return s.artifact(ctx, namespace, name)
 	}
 	return "", unpredictable(subject, "truce reads Kustomizations from GitRepository and ExternalArtifact sources of this repository only")
+}
+
+// gitRepositoryRef is the revision a GitRepository's spec.ref names, as
+// source-controller picks it: commit, then name, then tag, then branch.
+func gitRepositoryRef(obj *unstructured.Unstructured) (string, error) {
+	ref, _, _ := unstructured.NestedStringMap(obj.Object, "spec", "ref")
+	switch {
+	case ref["commit"] != "":
+		return ref["commit"], nil
+	case ref["name"] != "":
+		return ref["name"], nil
+	case ref["tag"] != "":
+		return ref["tag"], nil
+	case ref["semver"] != "":
+		return "", fmt.Errorf("truce does not resolve semver ranges of Git tags (%s)", ref["semver"])
+	}
+	return ref["branch"], nil
 }
 
 // artifact assembles an ArtifactGenerator's artifact into a temporary
@@ -365,11 +386,11 @@ func (s *state) fluxChart(ctx context.Context, hr *flux.HelmRelease) (*helm.Char
 		if err != nil {
 			return nil, err
 		}
-		dir, err := s.inRoot(root, c.Chart)
+		dir, err := inRoot(root, root, c.Chart)
 		if err != nil {
 			return nil, err
 		}
-		return s.loadChart(ctx, dir)
+		return s.loadChart(ctx, dir, root)
 	}
 	return nil, unpredictable(fmt.Sprintf("chart %s from %s %s/%s", c.Chart, c.SourceRef.Kind, ns, c.SourceRef.Name), "truce reads charts from HelmRepository, OCIRepository and GitRepository sources only")
 }

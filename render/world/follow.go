@@ -25,6 +25,8 @@ type state struct {
 	// origins maps, per artifact directory, its files to the files of
 	// the repository they were copied from.
 	origins map[string]map[string]string
+	// first is the first path given, when a directory.
+	first string
 	// dir is where Applications whose repository is not this checkout
 	// look for their path (the first path given), "" for none.
 	dir string
@@ -172,6 +174,10 @@ func (s *state) find(group, kind, namespace, name string) (*unstructured.Unstruc
 // are shown.
 func (s *state) shorten(src *manifest.Source) {
 	for _, p := range []*string{&src.File, &src.Kustomization, &src.RenderRoot} {
+		if label, ok := s.label(*p); ok {
+			*p = label
+			continue
+		}
 		if !filepath.IsAbs(*p) || s.wd == "" {
 			continue
 		}

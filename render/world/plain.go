@@ -30,6 +30,9 @@ func (l *loader) plainWorld(ctx context.Context, paths []string) (*World, error)
 	if loadErr != nil {
 		return nil, loadErr
 	}
+	if info, err := os.Stat(paths[0]); err == nil && info.IsDir() {
+		s.first = paths[0]
+	}
 	if !s.followable(objs) {
 		// Nothing to render: the files as they are, each Application
 		// and Kustomization taking the manifests under its path.
@@ -45,10 +48,26 @@ func (l *loader) plainWorld(ctx context.Context, paths []string) (*World, error)
 	return s.w, nil
 }
 
+// local reports whether path names a directory under the first path
+// given: an Application of a hand-made layout, whose repository is the
+// directory checked whatever its repoURL says.
+func (s *state) local(path string) bool {
+	if s.first == "" || path == "" {
+		return true
+	}
+	dir, err := inRoot(s.root, s.first, path)
+	if err != nil {
+		return true
+	}
+	info, err := os.Stat(dir)
+	return err == nil && info.IsDir()
+}
+
 // followable reports whether objs define a unit whose source truce reads:
-// an Application of this repository or a chart, a Kustomization of the
-// bootstrap GitRepository, of one naming this repository or of an
-// ExternalArtifact, or a HelmRelease. Without one, the repository is a
+// an Application of this repository, of a chart, or of another
+// repository whose path is not beside it; a Kustomization of a
+// GitRepository in the repository (or the bootstrap one) or of an
+// ExternalArtifact; a HelmRelease. Without one, the repository is a
 // hand-made layout and read as it always was.
 func (s *state) followable(objs []manifest.Object) bool {
 	s.w.Objects = objs
@@ -71,7 +90,7 @@ func (s *state) followable(objs []manifest.Object) bool {
 				sources = append(sources, *app.Spec.Source)
 			}
 			for _, src := range sources {
-				if src.Chart != "" || s.repos.has(src.RepoURL) {
+				if src.Chart != "" || s.repos.has(src.RepoURL) || !s.local(src.Path) {
 					return true
 				}
 			}
@@ -85,11 +104,8 @@ func (s *state) followable(objs []manifest.Object) bool {
 			if kind == "ExternalArtifact" {
 				return true
 			}
-			if repo, ok := s.find(sourceGroup, kind, ns, name); ok {
-				url, _, _ := unstructured.NestedString(repo.Object, "spec", "url")
-				if s.repos.has(url) || ns == fluxSystem && name == fluxSystem {
-					return true
-				}
+			if _, ok := s.find(sourceGroup, kind, ns, name); ok || ns == fluxSystem && name == fluxSystem {
+				return true
 			}
 		}
 	}

@@ -169,6 +169,9 @@ type loader struct {
 	cleanup []func()
 	// wd is the working directory positions are shown relative to.
 	wd string
+	// checkouts are the other repositories cloned, by URL@revision;
+	// labels name their directories in positions.
+	checkouts, labels map[string]string
 }
 
 func newLoader(paths []string, opts Options) (*loader, error) {
@@ -193,7 +196,8 @@ func newLoader(paths []string, opts Options) (*loader, error) {
 	opts.Render.Manifest.RepositoryRoot = root
 	urls := append(CheckoutURLs(root), opts.RepoURLs...)
 	wd, _ := os.Getwd()
-	return &loader{opts: opts, root: root, repos: newRepoSet(urls...), wd: wd}, nil
+	return &loader{opts: opts, root: root, repos: newRepoSet(urls...), wd: wd,
+		checkouts: map[string]string{}, labels: map[string]string{}}, nil
 }
 
 func (l *loader) close() {

@@ -2,11 +2,17 @@ package world
 
 import (
 	"context"
+	neturl "net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/truce-dev/truce/manifest"
 	"github.com/truce-dev/truce/render"
@@ -229,5 +235,59 @@ func writeFile(t *testing.T, path, content string) {
 	}
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// An Application of another repository is rendered from a clone of it,
+// and named by its URL and commit; offline it is Unpredictable.
+func TestOtherRepositoryIsCloned(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("file:// clones need git-upload-pack")
+	}
+	other := t.TempDir()
+	repo, err := git.PlainInit(other, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(other, "guestbook", "cm.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: guestbook}\n")
+	wt, _ := repo.Worktree()
+	if _, err := wt.Add("guestbook/cm.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	sig := &object.Signature{Name: "t", Email: "t@example.com", When: time.Unix(0, 0)}
+	if _, err := wt.Commit("one", &git.CommitOptions{Author: sig, Committer: sig}); err != nil {
+		t.Fatal(err)
+	}
+	url := (&neturl.URL{Scheme: "file", Path: filepath.ToSlash(other)}).String()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "apps", "app.yaml"), `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: guestbook, namespace: argocd}
+spec:
+  project: default
+  source: {repoURL: '`+url+`', path: guestbook, targetRevision: HEAD}
+  destination: {server: https://kubernetes.default.svc, namespace: guestbook}
+`)
+	online := offline(t, dir)
+	online.Render.Offline = false
+	worlds, err := Load(context.Background(), []string{filepath.Join(dir, "apps")}, online)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := manifest.Unit{Kind: KindApplication, Namespace: "argocd", Name: "guestbook"}
+	if !applies(worlds[0], app, "ConfigMap/guestbook") {
+		t.Fatalf("the other repository is not rendered: %v", units(worlds[0])["Application argocd/guestbook"].Problem)
+	}
+	for _, o := range worlds[0].Objects {
+		if o.Source.Unit == app && !strings.HasPrefix(o.Source.File, url+"@") {
+			t.Errorf("position %s does not name the repository", o.Source)
+		}
+	}
+	worlds, err = Load(context.Background(), []string{filepath.Join(dir, "apps")}, offline(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := render.AsUnpredictable(units(worlds[0])["Application argocd/guestbook"].Problem); !ok {
+		t.Errorf("offline: %v, want Unpredictable", units(worlds[0])["Application argocd/guestbook"].Problem)
 	}
 }

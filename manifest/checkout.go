@@ -1,0 +1,75 @@
+package manifest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// CheckoutGit writes the tree of the commit src names into dir, for
+// renderers that read files from disk (Helm, Jsonnet, Flux's kustomize
+// build). The repository is opened or cloned as LoadGit does it. Only
+// regular files and directories are written; symlinks are left out, so
+// nothing in dir leads outside it. opts bounds the bytes written
+// (MaxTotalBytes) and each file (MaxFileBytes).
+func CheckoutGit(ctx context.Context, src GitSource, dir string, opts Options) (*GitRevision, error) {
+	opts = opts.withDefaults()
+	repo, _, _, err := openRepository(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	commit, rev, err := resolveRef(repo, src)
+	if err != nil {
+		return nil, err
+	}
+	tree, err := commit.Tree()
+	if err != nil {
+		return rev, newError(Source{File: src.URL}, err, fmt.Sprintf("cannot read the tree of commit %s: %v", rev.Commit, err))
+	}
+	var total int64
+	err = tree.Files().ForEach(func(f *object.File) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if f.Mode != filemode.Regular && f.Mode != filemode.Executable {
+			return nil
+		}
+		if f.Size > opts.MaxFileBytes {
+			return newError(Source{File: src.URL + "//" + f.Name}, ErrTooLarge, fmt.Sprintf("file is %d bytes, more than the limit of %d", f.Size, opts.MaxFileBytes))
+		}
+		if total += f.Size; total > opts.MaxTotalBytes {
+			return newError(Source{File: src.URL}, ErrTooLarge, fmt.Sprintf("the checkout is more than the limit of %d bytes", opts.MaxTotalBytes))
+		}
+		dst := filepath.Join(dir, filepath.FromSlash(f.Name))
+		if rel, err := filepath.Rel(dir, dst); err != nil || strings.HasPrefix(rel, "..") {
+			return newError(Source{File: src.URL + "//" + f.Name}, ErrOutsideRoot, "path leaves the checkout")
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		r, err := f.Reader()
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, r); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	})
+	if err != nil {
+		return rev, fmt.Errorf("checking out %s at %s: %w", src.URL, rev.Commit, err)
+	}
+	return rev, nil
+}
