@@ -200,10 +200,8 @@ func (k *kustFS) sourceOf(r *resource.Resource, dir, kust string) Source {
 	return fallback
 }
 
-// objectLine finds the line in file where the object that became r starts.
-// kustomize records the file but not the document, and may have renamed
-// the object (namePrefix, nameSuffix, namespace), so the best candidate is
-// chosen by kind and name; 0 means no unambiguous match.
+// objectLine finds the line in file where the object that became r starts
+// (see OriginLine); 0 means no unambiguous match.
 func (k *kustFS) objectLine(file string, r *resource.Resource) int {
 	real, err := resolveIn(k.t.fsys, file)
 	if err != nil {
@@ -223,41 +221,7 @@ func (k *kustFS) objectLine(file string, r *resource.Resource) int {
 		}
 		k.parsed[real] = objs
 	}
-	if len(objs) == 1 {
-		return objs[0].Source.Line
-	}
-	kind, name, ns := r.GetKind(), r.GetName(), r.GetNamespace()
-	best, bestScore, tie := 0, 0, false
-	for _, o := range objs {
-		on := o.Object.GetName()
-		score := 0
-		switch {
-		case on == "":
-			continue
-		case on == name:
-			score = 1 << 12
-		case strings.Contains(name, on):
-			score = len(on) << 2 // the longest original name that fits wins
-		default:
-			continue
-		}
-		if o.Object.GetKind() == kind {
-			score += 1 << 20
-		}
-		if o.Object.GetNamespace() == ns {
-			score++
-		}
-		switch {
-		case score > bestScore:
-			best, bestScore, tie = o.Source.Line, score, false
-		case score == bestScore:
-			tie = true
-		}
-	}
-	if tie {
-		return 0
-	}
-	return best
+	return OriginLine(objs, r.GetKind(), r.GetName(), r.GetNamespace())
 }
 
 // generatorLine finds the configMapGenerator or secretGenerator entry in
@@ -602,69 +566,16 @@ func (k *kustFS) checkKustomization(rel string, data []byte) *Error {
 			"helmCharts are not supported: inflating them needs the helm binary and usually the network; "+
 				"render the chart into the repository instead")
 	}
-	type ref struct{ field, value string }
-	var refs []ref
-	add := func(field string, values ...string) {
-		for _, v := range values {
-			refs = append(refs, ref{field, v})
-		}
+	local := func(value string) bool {
+		_, err := resolveIn(k.t.fsys, path.Join(dir, value))
+		return err == nil
 	}
-	add("resources", kust.Resources...)
-	add("components", kust.Components...)
-	add("crds", kust.Crds...)
-	add("configurations", kust.Configurations...)
-	add("generators", kust.Generators...)
-	add("transformers", kust.Transformers...)
-	add("validators", kust.Validators...)
-	add("openapi", kust.OpenAPI["path"])
-	// The deprecated fields still work in kustomize, so they are checked.
-	//lint:ignore SA1019 kustomize still applies patchesStrategicMerge
-	for _, p := range kust.PatchesStrategicMerge {
-		add("patchesStrategicMerge", string(p))
-	}
-	//lint:ignore SA1019 kustomize still applies patchesJson6902
-	for _, p := range append(kust.Patches, kust.PatchesJson6902...) {
-		add("patches", p.Path)
-	}
-	for _, r := range kust.Replacements {
-		add("replacements", r.Path)
-	}
-	for _, g := range kust.ConfigMapGenerator {
-		add("configMapGenerator", kvFiles(g.KvPairSources)...)
-	}
-	for _, g := range kust.SecretGenerator {
-		add("secretGenerator", kvFiles(g.KvPairSources)...)
-	}
-	for _, r := range refs {
-		if !isRemoteRef(r.value) {
-			continue
-		}
-		if !strings.Contains(r.value, "://") {
-			// kustomize prefers a local file of that name.
-			if _, err := resolveIn(k.t.fsys, path.Join(dir, r.value)); err == nil {
-				continue
-			}
-		}
-		return newError(Source{File: name, Line: lineContaining(data, r.value)}, ErrRemoteReference, fmt.Sprintf(
+	if field, value := RemoteReference(&kust, local); value != "" {
+		return newError(Source{File: name, Line: lineContaining(data, value)}, ErrRemoteReference, fmt.Sprintf(
 			"%s entry %q is remote: truce renders kustomizations offline and does not fetch remote bases or files; "+
-				"vendor it into the repository", r.field, r.value))
+				"vendor it into the repository", field, value))
 	}
 	return nil
-}
-
-// kvFiles returns the paths a generator reads.
-func kvFiles(s types.KvPairSources) []string {
-	out := append([]string(nil), s.EnvSources...)
-	if s.EnvSource != "" {
-		out = append(out, s.EnvSource)
-	}
-	for _, f := range s.FileSources {
-		if _, p, ok := strings.Cut(f, "="); ok {
-			f = p
-		}
-		out = append(out, f)
-	}
-	return out
 }
 
 // checkPluginConfig refuses builtin generator and transformer
@@ -687,7 +598,7 @@ func (k *kustFS) checkPluginConfig(name string, data []byte) *Error {
 			return newError(Source{File: name}, ErrRemoteReference,
 				"HelmChartInflationGenerator is not supported: it needs the helm binary and usually the network")
 		}
-		if bad := findRemote(doc); bad != "" {
+		if bad := PluginRemoteReference(doc); bad != "" {
 			return newError(Source{File: name, Line: lineContaining(data, bad)}, ErrRemoteReference, fmt.Sprintf(
 				"%v %q refers to %q, which is remote: truce renders kustomizations offline", doc["kind"], nameOf(doc), bad))
 		}
@@ -699,80 +610,6 @@ func nameOf(doc map[string]any) any {
 		return m["name"]
 	}
 	return ""
-}
-
-// findRemote returns the first remote reference among the values of the
-// path-valued keys of builtin plugin configurations.
-func findRemote(v any) string {
-	switch v := v.(type) {
-	case map[string]any:
-		for key, val := range v {
-			switch key {
-			case "files", "envs", "env", "envSource", "path", "paths":
-				for _, s := range stringsOf(val) {
-					if _, p, ok := strings.Cut(s, "="); ok && key == "files" {
-						s = p
-					}
-					if isRemoteRef(s) {
-						return s
-					}
-				}
-			}
-			if r := findRemote(val); r != "" {
-				return r
-			}
-		}
-	case []any:
-		for _, e := range v {
-			if r := findRemote(e); r != "" {
-				return r
-			}
-		}
-	}
-	return ""
-}
-
-func stringsOf(v any) []string {
-	switch v := v.(type) {
-	case string:
-		return []string{v}
-	case []any:
-		var out []string
-		for _, e := range v {
-			if s, ok := e.(string); ok {
-				out = append(out, s)
-			}
-		}
-		return out
-	}
-	return nil
-}
-
-// isRemoteRef reports whether kustomize would fetch s over the network:
-// an http(s) file, or anything its Git URL parser accepts (which includes
-// scheme-less forms such as github.com/org/repo).
-func isRemoteRef(s string) bool {
-	s = strings.TrimSpace(s)
-	if s == "" || strings.ContainsAny(s, "\n") {
-		return false // empty, or an inline patch
-	}
-	lower := strings.ToLower(s)
-	if strings.Contains(lower, "://") || strings.HasPrefix(lower, "git::") ||
-		strings.HasPrefix(lower, "git@") || strings.HasPrefix(lower, "gh:") {
-		return true
-	}
-	return kustomizeRepo(s)
-}
-
-// kustomizeRepo asks kustomize's own Git URL parser, which is internal but
-// reachable through resource.Origin.Append.
-func kustomizeRepo(s string) (repo bool) {
-	defer func() {
-		if recover() != nil {
-			repo = true // unparseable as a path: refuse rather than guess
-		}
-	}()
-	return (&resource.Origin{}).Append(s).Repo != ""
 }
 
 // lineContaining returns the first line of data containing s, or 0.

@@ -371,20 +371,13 @@ func (b *builder) decode(resources []*resource.Resource, sources []manifest.Sour
 // relocate points decoding errors of the build output at the objects'
 // sources.
 func relocate(err error, name string, at func(int) manifest.Source) error {
-	var errs []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	} else {
-		errs = []error{err}
-	}
-	for _, e := range errs {
-		var me *manifest.Error
-		if errors.As(e, &me) && me.Source.File == name {
+	manifest.EachError(err, func(me *manifest.Error) {
+		if me.Source.File == name {
 			me.Source = at(me.Source.Line)
 			me.Msg = "in the build output: " + me.Msg
 		}
-	}
-	return errors.Join(errs...)
+	})
+	return err
 }
 
 // finish does what kustomize-controller does to the objects between

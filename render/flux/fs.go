@@ -8,10 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"sigs.k8s.io/kustomize/api/konfig"
-	"sigs.k8s.io/kustomize/api/resource"
 	kustypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
@@ -100,73 +98,19 @@ func checkKustomization(name, dir string, data []byte) error {
 		return nil // kustomize reports it
 	}
 	k.FixKustomization() // folds the deprecated bases into resources
-	type ref struct{ field, value string }
-	var refs []ref
-	add := func(field string, values ...string) {
-		for _, v := range values {
-			refs = append(refs, ref{field, v})
-		}
+	local := func(value string) bool {
+		_, err := os.Stat(filepath.Join(dir, value))
+		return err == nil
 	}
-	add("resources", k.Resources...)
-	add("components", k.Components...)
-	add("crds", k.Crds...)
-	add("configurations", k.Configurations...)
-	add("generators", k.Generators...)
-	add("transformers", k.Transformers...)
-	add("validators", k.Validators...)
-	add("openapi", k.OpenAPI["path"])
-	for _, p := range k.Patches {
-		add("patches", p.Path)
-	}
-	//lint:ignore SA1019 kustomize still applies patchesJson6902
-	for _, p := range k.PatchesJson6902 {
-		add("patchesJson6902", p.Path)
-	}
-	//lint:ignore SA1019 kustomize still applies patchesStrategicMerge
-	for _, p := range k.PatchesStrategicMerge {
-		add("patchesStrategicMerge", string(p))
-	}
-	for _, r := range k.Replacements {
-		add("replacements", r.Path)
-	}
-	for _, g := range k.ConfigMapGenerator {
-		add("configMapGenerator", kvFiles(g.KvPairSources)...)
-	}
-	for _, g := range k.SecretGenerator {
-		add("secretGenerator", kvFiles(g.KvPairSources)...)
-	}
-	for _, r := range refs {
-		if !isRemote(r.value) {
-			continue
-		}
-		if !strings.Contains(r.value, "://") {
-			if _, err := os.Stat(filepath.Join(dir, r.value)); err == nil {
-				continue
-			}
-		}
+	if field, value := manifest.RemoteReference(&k, local); value != "" {
 		return fmt.Errorf("%s: %s entry %q is remote: truce builds Flux Kustomizations offline and does not fetch "+
-			"remote bases or files; vendor it into the repository: %w", name, r.field, r.value, errRemote)
+			"remote bases or files; vendor it into the repository: %w", name, field, value, errRemote)
 	}
 	return nil
 }
 
 // errRemote classifies refusals of remote references.
 var errRemote = errors.New("remote reference")
-
-// kvFiles returns the paths a generator reads.
-func kvFiles(s kustypes.KvPairSources) []string {
-	out := append([]string(nil), s.EnvSources...)
-	if s.EnvSource != "" {
-		out = append(out, s.EnvSource)
-	}
-	for _, f := range s.FileSources {
-		if _, p, ok := strings.Cut(f, "="); ok {
-			f = p
-		}
-		out = append(out, f)
-	}
-	return out
-}
 
 // checkPluginConfig refuses builtin generator and transformer
 // configurations that would make kustomize fetch a URL.
@@ -179,85 +123,12 @@ func checkPluginConfig(name string, data []byte) error {
 		if yaml.Unmarshal(doc, &m) != nil || m["apiVersion"] != "builtin" {
 			continue
 		}
-		if bad := findRemote(m); bad != "" {
+		if bad := manifest.PluginRemoteReference(m); bad != "" {
 			return fmt.Errorf("%s: %v refers to %q, which is remote: truce builds Flux Kustomizations offline: %w",
 				name, m["kind"], bad, errRemote)
 		}
 	}
 	return nil
-}
-
-// findRemote returns the first remote reference among the values of the
-// path-valued keys of a builtin plugin configuration.
-func findRemote(v any) string {
-	switch v := v.(type) {
-	case map[string]any:
-		for key, val := range v {
-			switch key {
-			case "files", "envs", "env", "envSource", "path", "paths":
-				for _, s := range stringsOf(val) {
-					if _, p, ok := strings.Cut(s, "="); ok && key == "files" {
-						s = p
-					}
-					if isRemote(s) {
-						return s
-					}
-				}
-			}
-			if r := findRemote(val); r != "" {
-				return r
-			}
-		}
-	case []any:
-		for _, e := range v {
-			if r := findRemote(e); r != "" {
-				return r
-			}
-		}
-	}
-	return ""
-}
-
-func stringsOf(v any) []string {
-	switch v := v.(type) {
-	case string:
-		return []string{v}
-	case []any:
-		var out []string
-		for _, e := range v {
-			if s, ok := e.(string); ok {
-				out = append(out, s)
-			}
-		}
-		return out
-	}
-	return nil
-}
-
-// isRemote reports whether kustomize would fetch s over the network: an
-// http(s) file, or anything its Git URL parser accepts.
-func isRemote(s string) bool {
-	s = strings.TrimSpace(s)
-	if s == "" || strings.Contains(s, "\n") {
-		return false // empty, or an inline patch
-	}
-	lower := strings.ToLower(s)
-	if strings.Contains(lower, "://") || strings.HasPrefix(lower, "git::") ||
-		strings.HasPrefix(lower, "git@") || strings.HasPrefix(lower, "gh:") {
-		return true
-	}
-	return kustomizeRepo(s)
-}
-
-// kustomizeRepo asks kustomize's own Git URL parser, reachable through
-// resource.Origin.Append.
-func kustomizeRepo(s string) (repo bool) {
-	defer func() {
-		if recover() != nil {
-			repo = true // unparseable as a path: refuse rather than guess
-		}
-	}()
-	return (&resource.Origin{}).Append(s).Repo != ""
 }
 
 // prescan bounds what Flux's generator reads when it scans dir for

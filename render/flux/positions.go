@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"sigs.k8s.io/kustomize/api/resource"
 
@@ -49,51 +48,15 @@ func (l *locator) source(res *resource.Resource) manifest.Source {
 	return fallback
 }
 
-// line finds where the object that became res starts in file. kustomize
-// records the file but not the document, and may have renamed the object
-// (namePrefix, nameSuffix, targetNamespace), so the candidate is chosen by
-// kind, name and namespace; 0 means no unambiguous match.
+// line finds where the object that became res starts in file (see
+// manifest.OriginLine); 0 means no unambiguous match.
 func (l *locator) line(file string, res *resource.Resource) int {
 	objs, ok := l.parsed[file]
 	if !ok {
 		objs = l.parse(file)
 		l.parsed[file] = objs
 	}
-	if len(objs) == 1 {
-		return objs[0].Source.Line
-	}
-	kind, name, ns := res.GetKind(), res.GetName(), res.GetNamespace()
-	best, bestScore, tie := 0, 0, false
-	for _, o := range objs {
-		on := o.Object.GetName()
-		score := 0
-		switch {
-		case on == "":
-			continue
-		case on == name:
-			score = 1 << 12
-		case strings.Contains(name, on):
-			score = len(on) << 2 // the longest original name that fits wins
-		default:
-			continue
-		}
-		if o.Object.GetKind() == kind {
-			score += 1 << 20
-		}
-		if o.Object.GetNamespace() == ns {
-			score++
-		}
-		switch {
-		case score > bestScore:
-			best, bestScore, tie = o.Source.Line, score, false
-		case score == bestScore:
-			tie = true
-		}
-	}
-	if tie {
-		return 0
-	}
-	return best
+	return manifest.OriginLine(objs, res.GetKind(), res.GetName(), res.GetNamespace())
 }
 
 // parse decodes file plainly, as it is written; problems only cost the

@@ -12,6 +12,8 @@ import (
 	"helm.sh/helm/v4/pkg/chart/common"
 	"helm.sh/helm/v4/pkg/chart/loader"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
+
+	"github.com/truce-dev/truce/manifest"
 )
 
 // Chart is a loaded Helm chart and where it came from.
@@ -126,7 +128,9 @@ func chartRoot(dir, root string) (string, string, error) {
 		return "", "", fmt.Errorf("loading Helm chart %s: %w", dir, err)
 	}
 	if root == "" {
-		root = gitTopLevel(abs)
+		if root, err = manifest.RepositoryRoot(abs); err != nil {
+			return "", "", fmt.Errorf("loading Helm chart %s: repository root: %w", dir, err)
+		}
 	}
 	rootReal, err := realPath(root)
 	if err != nil {
@@ -173,21 +177,6 @@ func checkSymlinks(dir, root string) error {
 		}
 		return nil
 	})
-}
-
-// gitTopLevel returns the nearest directory at or above dir that holds a
-// .git entry, or dir when there is none.
-func gitTopLevel(dir string) string {
-	for d := dir; ; {
-		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
-			return d
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return dir
-		}
-		d = parent
-	}
 }
 
 // cloneChart copies what Helm's dependency processing and rendering change

@@ -1,7 +1,6 @@
 package helm
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -96,19 +95,19 @@ func decodeRelease(ch *Chart, r *templated, rel Release, opts manifest.Options) 
 			out.CRDs = append(out.CRDs, o)
 		}
 	}
-	return out, attributeErrors(err, func(e *manifest.Error) *manifest.Error {
-		c := *e
+	// Decode's errors are fresh: they are re-pointed in place.
+	manifest.EachError(err, func(e *manifest.Error) {
 		if e.Source.Line > 0 {
 			i := partOf(e.Source.Line)
-			c.Source = source(i)
 			if i >= 0 {
-				c.Msg = fmt.Sprintf("%s (line %d of its rendered output)", e.Msg, e.Source.Line-starts[i]-1)
+				e.Msg = fmt.Sprintf("%s (line %d of its rendered output)", e.Msg, e.Source.Line-starts[i]-1)
 			}
+			e.Source = source(i)
 		} else {
-			c.Source = source(-1)
+			e.Source = source(-1)
 		}
-		return &c
 	})
+	return out, err
 }
 
 func newPart(helmPath string, kind partKind, content string) part {
@@ -160,27 +159,4 @@ func closePart(parts []part, text string) []part {
 	}
 	parts[len(parts)-1].text = text
 	return parts
-}
-
-// attributeErrors rewrites every *manifest.Error in err, keeping the rest.
-func attributeErrors(err error, f func(*manifest.Error) *manifest.Error) error {
-	if err == nil {
-		return nil
-	}
-	var errs []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	} else {
-		errs = []error{err}
-	}
-	out := make([]error, 0, len(errs))
-	for _, e := range errs {
-		var me *manifest.Error
-		if errors.As(e, &me) {
-			out = append(out, f(me))
-			continue
-		}
-		out = append(out, e)
-	}
-	return errors.Join(out...)
 }

@@ -3,7 +3,6 @@ package jsonnet
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -82,25 +81,12 @@ func isNullList(obj *unstructured.Unstructured) bool {
 // relocate rewrites the positions manifest.Decode gave errors, which are
 // lines of the re-encoded stream, as the object's place in the output.
 func relocate(err error, src manifest.Source) error {
-	if err == nil {
-		return nil
-	}
-	var errs []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	} else {
-		errs = []error{err}
-	}
-	for _, e := range errs {
-		var me *manifest.Error
-		if !errors.As(e, &me) {
-			continue
-		}
+	manifest.EachError(err, func(me *manifest.Error) {
 		if me.Source.Line > 0 {
 			me.Msg = fmt.Sprintf("object %d of the output: %s", me.Source.Line, me.Msg)
 		}
 		me.Source = src
-	}
+	})
 	return err
 }
 
