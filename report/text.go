@@ -73,7 +73,10 @@ func WriteText(w io.Writer, r *Report, opts TextOptions) error {
 		}
 		p.line("")
 		p.line(p.bold(fmt.Sprintf("%s (%s): %s", run.Tool, unit, run.Settings)))
-		p.line(fmt.Sprintf("  simulated %s of a %s window", short(run.Simulated), short(run.Window)))
+		if run.Window > 0 {
+			// A unit that could not be rendered was not simulated.
+			p.line(fmt.Sprintf("  simulated %s of a %s window", short(run.Simulated), short(run.Window)))
+		}
 		shown := 0
 		for _, o := range run.Objects {
 			if !o.Problem() && !opts.Verbose {

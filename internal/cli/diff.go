@@ -127,6 +127,9 @@ func runDiff(ctx context.Context, cmd *cobra.Command, o *diffOptions, args []str
 		return err
 	}
 	defer closeCluster()
+	if mem != nil {
+		repo.withoutUnknownKinds(mem.RESTMapper())
+	}
 	strategy, err := o.buildStrategy(ctx, repo, c, mem)
 	if err != nil {
 		return err

@@ -36,3 +36,19 @@ func TestCommandsRenderCharts(t *testing.T) {
 		t.Errorf("diff without the repository root does not name the unit it could not render:\n%s", out)
 	}
 }
+
+// A kind without CRD is named and left out of a diff, as check leaves it
+// out of its simulations; the rest is compared.
+func TestDiffLeavesOutKindsWithoutCRD(t *testing.T) {
+	root := filepath.Join("..", "..", "render", "world", "testdata", "flux2-kustomize-helm-example")
+	out, errOut, code := runTruce(t, "diff", filepath.Join(root, "clusters", "staging"), "--strategy", "predicted",
+		"--repo-root", root, "--offline", "--cache-dir", t.TempDir())
+	if code != 0 {
+		t.Fatalf("exit %d, want 0:\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"ClusterIssuer letsencrypt not compared: no CRD for ClusterIssuer.cert-manager.io", "HelmRelease podinfo/podinfo not rendered", "8 in sync"} {
+		if !strings.Contains(out+errOut, want) {
+			t.Errorf("the diff does not say %q:\n%s%s", want, out, errOut)
+		}
+	}
+}

@@ -248,16 +248,12 @@ func (s *state) mapBack(objs []manifest.Object, root string) {
 }
 
 // copiedFrom maps each file of an artifact directory to the source file
-// with the same content, preferring one with the same name: the copy
-// rules moved them, their bytes are unchanged (a Merge strategy's result
-// matches nothing and keeps its artifact path).
+// it was copied from: the one with the same content whose path ends with
+// most of the artifact's path for it (two clusters' kustomization.yaml may
+// be identical). A Merge strategy's result matches nothing and keeps its
+// artifact path.
 func copiedFrom(artifact string, roots map[string]string) map[string]string {
-	type key struct {
-		sum  [32]byte
-		name string
-	}
-	byContent := map[[32]byte]string{}
-	byKey := map[key]string{}
+	byContent := map[[32]byte][]string{}
 	for _, root := range roots {
 		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
@@ -269,16 +265,9 @@ func copiedFrom(artifact string, roots map[string]string) map[string]string {
 				}
 				return nil
 			}
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return nil
-			}
-			sum := sha256.Sum256(data)
-			if _, ok := byContent[sum]; !ok {
-				byContent[sum] = p
-			}
-			if _, ok := byKey[key{sum, d.Name()}]; !ok {
-				byKey[key{sum, d.Name()}] = p
+			if data, err := os.ReadFile(p); err == nil {
+				sum := sha256.Sum256(data)
+				byContent[sum] = append(byContent[sum], p)
 			}
 			return nil
 		})
@@ -292,15 +281,31 @@ func copiedFrom(artifact string, roots map[string]string) map[string]string {
 		if err != nil {
 			return nil
 		}
-		sum := sha256.Sum256(data)
-		if orig, ok := byKey[key{sum, d.Name()}]; ok {
-			out[p] = orig
-		} else if orig, ok := byContent[sum]; ok {
-			out[p] = orig
+		rel, err := filepath.Rel(artifact, p)
+		if err != nil {
+			return nil
+		}
+		best, score := "", -1
+		for _, cand := range byContent[sha256.Sum256(data)] {
+			if n := commonSuffix(strings.Split(filepath.ToSlash(cand), "/"), strings.Split(filepath.ToSlash(rel), "/")); n > score {
+				best, score = cand, n
+			}
+		}
+		if best != "" {
+			out[p] = best
 		}
 		return nil
 	})
 	return out
+}
+
+// commonSuffix counts the trailing elements a and b share.
+func commonSuffix(a, b []string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[len(a)-1-n] == b[len(b)-1-n] {
+		n++
+	}
+	return n
 }
 
 // helmRelease renders a HelmRelease's chart as helm-controller installs

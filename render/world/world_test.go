@@ -134,6 +134,16 @@ func TestFluxKustomizeHelmExample(t *testing.T) {
 		if len(w.Notes) == 0 {
 			t.Errorf("%s: the synthesized bootstrap is not noted", w.Name)
 		}
+		// Positions point at the repository's files the artifact copied,
+		// this cluster's overlay even where both overlays' files are
+		// identical.
+		cluster := strings.TrimPrefix(w.Name, "clusters/")
+		if u := got["HelmRelease podinfo/podinfo"]; u != nil {
+			want := filepath.Join("apps", cluster, "kustomization.yaml")
+			if !strings.HasSuffix(u.Source.Kustomization, want) || !strings.HasSuffix(u.Source.File, filepath.Join("apps", "base", "podinfo", "release.yaml")) {
+				t.Errorf("%s: HelmRelease podinfo at %s, want apps/base/podinfo/release.yaml built by %s", w.Name, u.Source, want)
+			}
+		}
 		// infra-configs comes after infra-controllers, apps after both.
 		pos := map[string]int{}
 		for i, u := range w.Units {
