@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/truce-dev/truce/cluster"
 	"github.com/truce-dev/truce/cluster/memory"
@@ -16,6 +15,7 @@ import (
 	"github.com/truce-dev/truce/drift/ignore"
 	"github.com/truce-dev/truce/gitops"
 	"github.com/truce-dev/truce/manifest"
+	"github.com/truce-dev/truce/schema/toolkit"
 )
 
 // repository is what a directory or Git repository holds: ordinary
@@ -164,29 +164,15 @@ func (repo *repository) addFindings(set *ignore.Set) {
 // (in the repository, -c or the tools' own kinds), with a finding for
 // each: what the API server would do with them is unknown.
 func (r *repository) withoutUnknownKinds(mapper meta.RESTMapper) {
+	defined := toolkit.DefinedKinds(r.objects())
 	kept := r.manifests[:0]
 	for _, m := range r.manifests {
 		gvk := m.Object.GroupVersionKind()
-		if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil && !definedIn(r.manifests, gvk.GroupKind()) {
+		if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil && !defined[gvk.GroupKind()] {
 			r.findings = append(r.findings, fmt.Sprintf("%s: %s %s not compared: no CRD for %s: pass it with -c or diff against a cluster", m.Source, gvk.Kind, m.Object.GetName(), gvk.GroupKind()))
 			continue
 		}
 		kept = append(kept, m)
 	}
 	r.manifests = kept
-}
-
-// definedIn reports whether a CustomResourceDefinition among objs defines gk.
-func definedIn(objs []manifest.Object, gk schema.GroupKind) bool {
-	for _, o := range objs {
-		if o.Object.GetKind() != "CustomResourceDefinition" {
-			continue
-		}
-		group, _, _ := unstructured.NestedString(o.Object.Object, "spec", "group")
-		kind, _, _ := unstructured.NestedString(o.Object.Object, "spec", "names", "kind")
-		if group == gk.Group && kind == gk.Kind {
-			return true
-		}
-	}
-	return false
 }

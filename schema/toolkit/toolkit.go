@@ -161,15 +161,7 @@ func CRDsFor(gks []schema.GroupKind) ([]*unstructured.Unstructured, error) {
 // reading a repository is installed wherever it is used, so its kinds
 // exist even when the repository does not hold their CRDs.
 func For(objects, defined []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
-	have := map[schema.GroupKind]bool{}
-	for _, o := range defined {
-		if o.GetKind() != "CustomResourceDefinition" {
-			continue
-		}
-		group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
-		kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
-		have[schema.GroupKind{Group: group, Kind: kind}] = true
-	}
+	have := DefinedKinds(defined)
 	var need []schema.GroupKind
 	for _, o := range objects {
 		gk := o.GroupVersionKind().GroupKind()
@@ -182,4 +174,19 @@ func For(objects, defined []*unstructured.Unstructured) ([]*unstructured.Unstruc
 		return nil, nil
 	}
 	return CRDsFor(need)
+}
+
+// DefinedKinds are the kinds the CustomResourceDefinitions among objs
+// define.
+func DefinedKinds(objs []*unstructured.Unstructured) map[schema.GroupKind]bool {
+	out := map[schema.GroupKind]bool{}
+	for _, o := range objs {
+		if o.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
+		out[schema.GroupKind{Group: group, Kind: kind}] = true
+	}
+	return out
 }
