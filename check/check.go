@@ -10,6 +10,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -302,6 +304,140 @@ func (r *Repository) Simulate(ctx context.Context, s *simulate.Setup, desired []
 	}
 	res.Unit = s.Unit
 	return res, nil
+}
+
+// Together reports whether the repository was read through its entry
+// points, so that its units are applied to one cluster: the world's.
+// Otherwise each setup runs alone (hand-made layouts, and the two tools'
+// defaults, which are alternatives, not neighbours).
+func (r *Repository) Together() bool { return len(r.units) > 0 }
+
+// SimulateWorld runs setups together on one fresh cluster, each for its
+// desired (the setups' own manifests, or subsets of them), in the order
+// given, and returns a result per setup.
+func (r *Repository) SimulateWorld(ctx context.Context, setups []*simulate.Setup, desired [][]simulate.Desired, opts Options) ([]*simulate.Result, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c, err := r.NewCluster(ctx, opts.Admission)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	writers, err := r.Writers()
+	if err != nil {
+		return nil, err
+	}
+	members := make([]simulate.Member, len(setups))
+	for i, s := range setups {
+		tool, err := s.Build(desired[i], simulate.Kinds(writers))
+		if err != nil {
+			return nil, err
+		}
+		members[i] = simulate.Member{Tool: tool, Desired: desired[i], Label: memberLabel(s)}
+	}
+	results, err := simulate.RunWorld(ctx, c, members, writers, opts.Simulation)
+	if err != nil {
+		return nil, err
+	}
+	for i, s := range setups {
+		results[i].Unit = s.Unit
+	}
+	return results, nil
+}
+
+// simulateAll runs setups on their own manifests: together when the
+// repository was read through its entry points, else each alone.
+func (r *Repository) simulateAll(ctx context.Context, setups []*simulate.Setup, opts Options) ([]*simulate.Result, error) {
+	if r.Together() {
+		desired := make([][]simulate.Desired, len(setups))
+		for i, s := range setups {
+			desired[i] = s.Desired
+		}
+		res, err := r.SimulateWorld(ctx, setups, desired, opts)
+		if err != nil {
+			return nil, fmt.Errorf("simulating the units together: %w", err)
+		}
+		return res, nil
+	}
+	out := make([]*simulate.Result, len(setups))
+	for i, s := range setups {
+		res, err := r.Simulate(ctx, s, s.Desired, opts)
+		if err != nil {
+			return nil, fmt.Errorf("simulating %s: %w", unitName(s.Tool, s.Unit), err)
+		}
+		out[i] = res
+	}
+	return out, nil
+}
+
+// shared finds the objects several units of a world apply: the tools
+// fight over them (Argo CD warns SharedResourceWarning; Flux's
+// Kustomizations take the object and its ownership labels from each other
+// every interval), whatever the simulation shows for their fields.
+func (r *Repository) shared(setups []*simulate.Setup) []report.Finding {
+	if !r.Together() {
+		return nil
+	}
+	type use struct {
+		units  []string
+		source manifest.Source
+	}
+	uses := map[cluster.Ref]*use{}
+	var refs []cluster.Ref
+	for _, s := range setups {
+		for _, d := range s.Desired {
+			ref := cluster.RefOf(d.Object)
+			u := uses[ref]
+			if u == nil {
+				u = &use{source: d.Source}
+				uses[ref] = u
+				refs = append(refs, ref)
+			}
+			if label := memberLabel(s); !slices.Contains(u.units, label) {
+				u.units = append(u.units, label)
+			}
+		}
+	}
+	var out []report.Finding
+	for _, ref := range refs {
+		u := uses[ref]
+		if len(u.units) < 2 {
+			continue
+		}
+		out = append(out, report.Finding{Source: u.source.String(), Message: fmt.Sprintf(
+			"%s is applied by %s: each takes it over from the other (ownership labels, tracking, values); keep it in one unit",
+			ref, strings.Join(u.units, " and "))})
+	}
+	return out
+}
+
+// memberLabel names a setup's unit to the others of its world.
+func memberLabel(s *simulate.Setup) string {
+	switch {
+	case s.Tool == "argocd":
+		return "Application " + s.Unit
+	case strings.HasPrefix(s.Unit, simulate.HelmReleaseUnit("")):
+		return s.Unit
+	}
+	return "Kustomization " + s.Unit
+}
+
+// inUnitOrder sorts setups as the world's units are (Flux dependsOn, an
+// app of apps before its Applications), keeping their order otherwise.
+func (r *Repository) inUnitOrder(setups []*simulate.Setup) {
+	rank := map[[2]string]int{}
+	for i, u := range r.units {
+		if _, ok := rank[setupOf(u.Unit)]; !ok {
+			rank[setupOf(u.Unit)] = i
+		}
+	}
+	at := func(s *simulate.Setup) int {
+		if i, ok := rank[[2]string{s.Tool, s.Unit}]; ok {
+			return i
+		}
+		return len(r.units)
+	}
+	sort.SliceStable(setups, func(i, j int) bool { return at(setups[i]) < at(setups[j]) })
 }
 
 // Setups are the simulations the repository calls for.

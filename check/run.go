@@ -59,14 +59,20 @@ func Check(ctx context.Context, in Input, opts Options, load Loader, read fix.Re
 		out.Report.Findings = append(out.Report.Findings, report.Finding{Message: n})
 	}
 	failed := unrendered(in)
+	var todo []*simulate.Setup
 	for _, s := range setups {
-		if failed[[2]string{s.Tool, s.Unit}] {
-			continue // reported by unitRuns
+		if !failed[[2]string{s.Tool, s.Unit}] { // else reported by unitRuns
+			todo = append(todo, s)
 		}
-		res, err := repo.Simulate(ctx, s, s.Desired, opts)
-		if err != nil {
-			return nil, fmt.Errorf("simulating %s: %w", unitName(s.Tool, s.Unit), err)
-		}
+	}
+	repo.inUnitOrder(todo)
+	out.Report.Findings = append(out.Report.Findings, repo.shared(todo)...)
+	results, err := repo.simulateAll(ctx, todo, opts)
+	if err != nil {
+		return nil, err
+	}
+	for i, s := range todo {
+		res := results[i]
 		run := report.Run{World: in.World, Tool: res.Tool, Unit: res.Unit, Settings: res.Settings, Window: res.Window, Simulated: res.Simulated}
 		for _, o := range res.Objects {
 			ro := reportObject(o, res)
@@ -188,7 +194,8 @@ func (r *Repository) fixes(ctx context.Context, s *simulate.Setup, o *simulate.O
 
 // verify simulates again with the fix's files in place, for the object
 // alone (with its namespaces and CRDs), or for the whole unit when the
-// object is not in Git.
+// object is not in Git; in a world, with the other units that apply the
+// object too.
 func (r *Repository) verify(ctx context.Context, load Loader, c *fix.Candidate, s *simulate.Setup, o *simulate.Object, opts Options) (simulate.Verdict, error) {
 	in, err := load(ctx, c.Files)
 	if err != nil {
@@ -211,11 +218,7 @@ func (r *Repository) verify(ctx context.Context, load Loader, c *fix.Candidate, 
 	if s2 == nil {
 		return "", fmt.Errorf("%s is gone with the fix applied", unitName(s.Tool, s.Unit))
 	}
-	desired := s2.Desired
-	if o.InGit {
-		desired = focus(desired, o.Ref)
-	}
-	res, err := r2.Simulate(ctx, s2, desired, opts)
+	res, err := r2.simulateFor(ctx, setups, s2, o, opts)
 	if err != nil {
 		return "", err
 	}
@@ -226,6 +229,49 @@ func (r *Repository) verify(ctx context.Context, load Loader, c *fix.Candidate, 
 	}
 	// A copy that is no longer pruned is no longer reported.
 	return simulate.Synced, nil
+}
+
+// simulateFor runs setup s of setups again for object o (see verify), and
+// returns its result.
+func (r *Repository) simulateFor(ctx context.Context, setups []*simulate.Setup, s *simulate.Setup, o *simulate.Object, opts Options) (*simulate.Result, error) {
+	desiredOf := func(cand *simulate.Setup) []simulate.Desired {
+		if o.InGit {
+			return focus(cand.Desired, o.Ref)
+		}
+		return cand.Desired
+	}
+	if !r.Together() {
+		return r.Simulate(ctx, s, desiredOf(s), opts)
+	}
+	r.inUnitOrder(setups)
+	var members []*simulate.Setup
+	var desired [][]simulate.Desired
+	at := -1
+	for _, cand := range setups {
+		d := desiredOf(cand)
+		if cand != s && !holds(d, o.Ref) {
+			continue
+		}
+		if cand == s {
+			at = len(members)
+		}
+		members, desired = append(members, cand), append(desired, d)
+	}
+	results, err := r.SimulateWorld(ctx, members, desired, opts)
+	if err != nil {
+		return nil, err
+	}
+	return results[at], nil
+}
+
+// holds reports whether desired has the object ref.
+func holds(desired []simulate.Desired, ref cluster.Ref) bool {
+	for _, d := range desired {
+		if cluster.RefOf(d.Object) == ref {
+			return true
+		}
+	}
+	return false
 }
 
 func unitName(tool, unit string) string {

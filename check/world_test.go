@@ -255,3 +255,82 @@ func keys[V any](m map[string]V) []string {
 	}
 	return out
 }
+
+// The units of one cluster directory are applied to one cluster: two
+// Kustomizations that apply the same ConfigMap with different data fight
+// over it every interval, each naming the other; their order follows
+// dependsOn.
+func TestUnitsOfAClusterShareIt(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{
+		"clusters/dev/flux-system/gotk-sync.yaml": "# placeholder, as flux bootstrap leaves it before the first run\n",
+		"clusters/dev/apps.yaml": `apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: second, namespace: flux-system}
+spec:
+  interval: 10m
+  path: ./apps/b
+  prune: true
+  sourceRef: {kind: GitRepository, name: flux-system}
+  dependsOn: [{name: first}]
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: first, namespace: flux-system}
+spec:
+  interval: 10m
+  path: ./apps/a
+  prune: true
+  sourceRef: {kind: GitRepository, name: flux-system}
+`,
+		"apps/a/settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: default}\ndata: {mode: a}\n",
+		"apps/b/settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: default}\ndata: {mode: b}\n",
+		"apps/b/own.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: own, namespace: default}\ndata: {k: v}\n",
+	})
+	outs := checkWorlds(t, []string{root}, offlineOptions(t, root), nil)
+	var order []string
+	for _, run := range outs[0].Report.Runs {
+		order = append(order, run.Unit)
+	}
+	if strings.Join(order, ",") != "flux-system,first,second" {
+		t.Errorf("units in order %v, want flux-system, first, second (dependsOn)", order)
+	}
+	got := verdicts(outs)
+	for _, unit := range []string{"first", "second"} {
+		if v := got["clusters/dev: "+unit]["ConfigMap/default/settings"]; v != simulate.Loop {
+			t.Errorf("%s: settings %s, want Loop (the other Kustomization applies it too); all %v", unit, v, got)
+		}
+	}
+	if v := got["clusters/dev: second"]["ConfigMap/default/own"]; v != simulate.Synced {
+		t.Errorf("second: own %s, want Synced", v)
+	}
+	var shared []string
+	for _, f := range outs[0].Report.Findings {
+		if strings.Contains(f.Message, "applied by") {
+			shared = append(shared, f.Source+": "+f.Message)
+		}
+	}
+	if len(shared) != 1 || !strings.Contains(shared[0], "ConfigMap/default/settings is applied by Kustomization first and Kustomization second") {
+		t.Errorf("findings on shared objects %q, want one naming both Kustomizations", shared)
+	}
+	for _, run := range outs[0].Report.Runs {
+		for _, obj := range run.Objects {
+			if obj.Loop != nil && !strings.Contains(obj.Loop.Other, "Kustomization") {
+				t.Errorf("%s: %s loops with %q, want the other Kustomization named", run.Unit, obj.Object, obj.Loop.Other)
+			}
+		}
+	}
+}
+
+func writeFiles(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -94,50 +95,101 @@ func (o Options) withDefaults() Options {
 // Run simulates tool and writers on c for opts.Window and returns a verdict
 // per object. c is changed: pass a fresh cluster per run.
 func Run(ctx context.Context, c cluster.Cluster, tool Tool, writers []Writer, desired []Desired, opts Options) (*Result, error) {
+	res, err := RunWorld(ctx, c, []Member{{Tool: tool, Desired: desired}}, writers, opts)
+	if err != nil {
+		return nil, err
+	}
+	return res[0], nil
+}
+
+// Member is one unit of a world: the tool instance that reconciles it and
+// the manifests it applies.
+type Member struct {
+	Tool    Tool
+	Desired []Desired
+	// Label names the unit in the other members' results ("Application
+	// guestbook"), whose writes they see as another writer's.
+	Label string
+}
+
+// RunWorld simulates the members and writers together on c, as one
+// cluster holds everything the units of one entry point apply: each member
+// starts in the order given (Flux dependsOn, an app of apps before its
+// Applications) and runs on its own schedule, and each sees the others'
+// writes as those of another writer. It returns a result per member, in
+// order. c is changed: pass a fresh cluster per run.
+func RunWorld(ctx context.Context, c cluster.Cluster, members []Member, writers []Writer, opts Options) ([]*Result, error) {
 	opts = opts.withDefaults()
 	rec := newRecorder(c)
-	res := &Result{Tool: tool.Name(), Settings: tool.Settings(), Window: opts.Window}
 	q := &queue{}
-	q.schedule(event{at: 0, kind: reconcileEvent, trigger: "initial sync"})
+	results := make([]*Result, len(members))
+	simulated := make([]time.Duration, len(members))
+	// done members reached MaxRounds; dirty ones have not reconciled since
+	// the cluster last changed.
+	done, dirty := make([]bool, len(members)), make([]bool, len(members))
+	for i, m := range members {
+		results[i] = &Result{Tool: m.Tool.Name(), Settings: m.Tool.Settings(), Window: opts.Window}
+		simulated[i] = opts.Window
+		dirty[i] = true
+		q.schedule(event{at: 0, kind: reconcileEvent, member: i, trigger: "initial sync"})
+	}
 	for i, w := range writers {
 		if p, ok := w.(periodic); ok && p.Period() > 0 {
 			q.schedule(event{at: p.Period() + w.Delay(), kind: writerEvent, writer: i, periodic: true})
 		}
 	}
-	simulated := opts.Window
-	for q.Len() > 0 {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("simulating %s: %w", tool.Name(), err)
+	refs := make([]map[cluster.Ref]bool, len(members))
+	for i, m := range members {
+		refs[i] = map[cluster.Ref]bool{}
+		for _, d := range m.Desired {
+			refs[i][cluster.RefOf(d.Object)] = true
 		}
+	}
+	settled := func() bool {
+		for i := range members {
+			if dirty[i] && !done[i] {
+				return false
+			}
+		}
+		return true
+	}
+	for q.Len() > 0 {
 		ev := heap.Pop(q).(event)
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("simulating %s: %w", members[max(ev.member, 0)].Tool.Name(), err)
+		}
 		if ev.at > opts.Window {
 			break
 		}
 		rec.now = ev.at
 		switch ev.kind {
 		case reconcileEvent:
+			m, res := members[ev.member], results[ev.member]
 			if len(res.Rounds) >= opts.MaxRounds {
-				simulated = ev.at
-				q.clear()
+				simulated[ev.member], done[ev.member] = ev.at, true
+				if slices.Index(done, false) < 0 {
+					q.clear()
+				}
 				continue
 			}
 			var round *Round
-			err := rec.as(tool.Manager(), true, func() error {
+			err := rec.as(m.Tool.Manager(), ev.member, func() error {
 				var err error
-				round, err = tool.Reconcile(ctx, rec, ev.trigger)
+				round, err = m.Tool.Reconcile(ctx, rec, ev.trigger)
 				return err
 			})
 			if err != nil {
-				return nil, fmt.Errorf("%s at %s (%s): %w", tool.Name(), ev.at, ev.trigger, err)
+				return nil, fmt.Errorf("%s at %s (%s): %w", m.Tool.Name(), ev.at, ev.trigger, err)
 			}
 			round.At = ev.at
 			res.Rounds = append(res.Rounds, *round)
-			if err := scheduleTool(ctx, q, tool, rec, ev.at, true); err != nil {
+			dirty[ev.member] = false
+			if err := scheduleTool(ctx, q, ev.member, m.Tool, rec, ev.at, true); err != nil {
 				return nil, err
 			}
 		case writerEvent:
 			w := writers[ev.writer]
-			if err := rec.as(w.Name(), false, func() error { return w.Act(ctx, rec) }); err != nil {
+			if err := rec.as(w.Name(), -1, func() error { return w.Act(ctx, rec) }); err != nil {
 				return nil, fmt.Errorf("%s at %s: %w", w.Describe(), ev.at, err)
 			}
 			if p, ok := w.(periodic); ok && p.Period() > 0 {
@@ -146,12 +198,15 @@ func Run(ctx context.Context, c cluster.Cluster, tool Tool, writers []Writer, de
 		}
 		changed := rec.takeChanged()
 		if len(changed) == 0 {
-			if ev.kind == reconcileEvent && q.onlyPeriodic() {
-				// Nothing moves any more: every later round finds what this
-				// one found.
+			if ev.kind == reconcileEvent && q.onlyPeriodic() && settled() {
+				// Nothing moves any more: every later round finds what
+				// each member's last one found.
 				break
 			}
 			continue
+		}
+		for i := range dirty {
+			dirty[i] = true
 		}
 		for i, w := range writers {
 			for _, ref := range changed {
@@ -161,27 +216,46 @@ func Run(ctx context.Context, c cluster.Cluster, tool Tool, writers []Writer, de
 				}
 			}
 		}
-		if ev.kind == writerEvent {
-			if err := scheduleTool(ctx, q, tool, rec, ev.at, false); err != nil {
+		// The others see the change: a writer's, or another member's to
+		// objects they apply (a tool watches its own objects; a writer's
+		// change may create one it tracks).
+		for i, m := range members {
+			if done[i] || (ev.kind == reconcileEvent && (ev.member == i || !touches(refs[i], changed))) {
+				continue
+			}
+			if err := scheduleTool(ctx, q, i, m.Tool, rec, ev.at, false); err != nil {
 				return nil, err
 			}
 		}
 	}
-	res.Simulated = simulated
-	res.Writes = rec.writes
-	if err := classify(ctx, rec, tool, desired, res); err != nil {
-		return nil, err
+	for i, m := range members {
+		res := results[i]
+		res.Simulated = simulated[i]
+		res.Writes = rec.view(i, members, res, len(members) > 1)
+		if err := classify(ctx, rec, m.Tool, m.Desired, res); err != nil {
+			return nil, err
+		}
 	}
-	return res, nil
+	return results, nil
 }
 
-func scheduleTool(ctx context.Context, q *queue, tool Tool, c cluster.Cluster, now time.Duration, own bool) error {
+// touches reports whether changed holds one of refs.
+func touches(refs map[cluster.Ref]bool, changed []cluster.Ref) bool {
+	for _, ref := range changed {
+		if refs[ref] {
+			return true
+		}
+	}
+	return false
+}
+
+func scheduleTool(ctx context.Context, q *queue, member int, tool Tool, c cluster.Cluster, now time.Duration, own bool) error {
 	at, trigger, ok, err := tool.Next(ctx, c, now, own)
 	if err != nil {
 		return fmt.Errorf("%s: deciding when to reconcile next: %w", tool.Name(), err)
 	}
 	if ok {
-		q.schedule(event{at: at, kind: reconcileEvent, trigger: trigger, periodic: trigger == triggerInterval})
+		q.schedule(event{at: at, kind: reconcileEvent, member: member, trigger: trigger, periodic: trigger == triggerInterval})
 	}
 	return nil
 }
@@ -199,6 +273,7 @@ type event struct {
 	at      time.Duration
 	seq     int
 	kind    eventKind
+	member  int
 	writer  int
 	trigger string
 	// periodic events happen whatever the cluster does.
@@ -229,7 +304,7 @@ func (q *queue) Pop() any {
 
 func (q *queue) schedule(e event) {
 	for i, p := range q.events {
-		if p.kind == e.kind && (e.kind == reconcileEvent || p.writer == e.writer) {
+		if p.kind == e.kind && ((e.kind == reconcileEvent && p.member == e.member) || (e.kind == writerEvent && p.writer == e.writer)) {
 			if p.at <= e.at {
 				return
 			}
@@ -245,7 +320,7 @@ func (q *queue) schedule(e event) {
 
 func (q *queue) clear() { q.events = nil }
 
-// onlyPeriodic reports whether all that is left are the tool's own
+// onlyPeriodic reports whether all that is left are the tools' own
 // periodic reconciliations.
 func (q *queue) onlyPeriodic() bool {
 	for _, e := range q.events {

@@ -29,9 +29,11 @@ type observable interface {
 // fields it changed and the admission steps that changed the request.
 type recorder struct {
 	cluster.Cluster
-	now    time.Duration
-	actor  string
-	byTool bool
+	now   time.Duration
+	actor string
+	// member is the index of the world's member writing, -1 for other
+	// writers.
+	member int
 	writes []Write
 	// changed collects the objects whose stored state changed since the
 	// engine last looked.
@@ -41,18 +43,19 @@ type recorder struct {
 }
 
 func newRecorder(c cluster.Cluster) *recorder {
-	r := &recorder{Cluster: c}
+	r := &recorder{Cluster: c, member: -1}
 	if o, ok := c.(observable); ok {
 		o.Observe(func(_ admission.Request, res *admission.Result) { r.admitted = res })
 	}
 	return r
 }
 
-// as runs fn with the writes it makes attributed to actor.
-func (r *recorder) as(actor string, byTool bool, fn func() error) error {
-	prevActor, prevTool := r.actor, r.byTool
-	r.actor, r.byTool = actor, byTool
-	defer func() { r.actor, r.byTool = prevActor, prevTool }()
+// as runs fn with the writes it makes attributed to actor, the world's
+// member-th tool (-1 for another writer).
+func (r *recorder) as(actor string, member int, fn func() error) error {
+	prevActor, prevMember := r.actor, r.member
+	r.actor, r.member = actor, member
+	defer func() { r.actor, r.member = prevActor, prevMember }()
 	return fn()
 }
 
@@ -87,7 +90,7 @@ func (r *recorder) Delete(ctx context.Context, ref cluster.Ref, opts cluster.Del
 	if opts.DryRun {
 		return r.Cluster.Delete(ctx, ref, opts)
 	}
-	w := Write{At: r.now, Writer: r.actor, ByTool: r.byTool, Verb: "delete", Ref: ref}
+	w := Write{At: r.now, Writer: r.actor, member: r.member, Verb: "delete", Ref: ref}
 	err := r.Cluster.Delete(ctx, ref, opts)
 	if err != nil {
 		w.Error = err.Error()
@@ -116,7 +119,7 @@ func (r *recorder) record(ctx context.Context, verb string, obj *unstructured.Un
 	}
 	r.admitted = nil
 	after, werr := write()
-	w := Write{At: r.now, Writer: r.actor, ByTool: r.byTool, Verb: verb, Ref: ref}
+	w := Write{At: r.now, Writer: r.actor, member: r.member, Verb: verb, Ref: ref}
 	if res := r.admitted; res != nil {
 		w.Admission = admissionSteps(res)
 		w.Unpredictable = res.Unpredictable
@@ -179,4 +182,36 @@ func namespaced(m meta.RESTMapper, gvk schema.GroupVersionKind) bool {
 
 func sortRefs(refs []cluster.Ref) {
 	sort.Slice(refs, func(i, j int) bool { return refs[i].String() < refs[j].String() })
+}
+
+// view is the log as the world's member-th result shows it: its own
+// writes are the tool's, the other members' are another writer's, named by
+// their unit. With only, it keeps just the writes to the member's own
+// objects (those of its Git and those it pruned) up to the end of its
+// simulated time, so that a result of a world does not carry the others'.
+func (r *recorder) view(member int, members []Member, res *Result, only bool) []Write {
+	var refs map[cluster.Ref]bool
+	if only {
+		refs = map[cluster.Ref]bool{}
+		for _, d := range members[member].Desired {
+			refs[cluster.RefOf(d.Object)] = true
+		}
+		for _, round := range res.Rounds {
+			for _, ref := range round.Pruned {
+				refs[ref] = true
+			}
+		}
+	}
+	out := make([]Write, 0, len(r.writes))
+	for _, w := range r.writes {
+		if only && (!refs[w.Ref] || w.At > res.Simulated) {
+			continue
+		}
+		w.ByTool = w.member == member
+		if w.member >= 0 && w.member != member && members[w.member].Label != "" {
+			w.Writer = fmt.Sprintf("%s (%s)", w.Writer, members[w.member].Label)
+		}
+		out = append(out, w)
+	}
+	return out
 }

@@ -133,8 +133,12 @@ type Round struct {
 type Write struct {
 	At     time.Duration `json:"at"`
 	Writer string        `json:"writer"`
-	// ByTool is true for the GitOps tool's own writes.
-	ByTool bool        `json:"byTool"`
+	// ByTool is true for the GitOps tool's own writes: in a world of
+	// several units, those of the result's own unit.
+	ByTool bool `json:"byTool"`
+	// member is the index of the world's member that wrote, -1 for other
+	// writers.
+	member int
 	Verb   string      `json:"verb"`
 	Ref    cluster.Ref `json:"ref"`
 	// Changed is false when the server stored nothing (a no-op).
