@@ -348,18 +348,24 @@ func (r *Repository) SimulateWorld(ctx context.Context, setups []*simulate.Setup
 // simulateAll runs setups on their own manifests: together when the
 // repository was read through its entry points, else each alone.
 func (r *Repository) simulateAll(ctx context.Context, setups []*simulate.Setup, opts Options) ([]*simulate.Result, error) {
-	if r.Together() {
-		desired := make([][]simulate.Desired, len(setups))
-		for i, s := range setups {
-			desired[i] = s.Desired
-		}
-		res, err := r.SimulateWorld(ctx, setups, desired, opts)
-		if err != nil {
-			return nil, fmt.Errorf("simulating the units together: %w", err)
-		}
-		return res, nil
-	}
 	out := make([]*simulate.Result, len(setups))
+	if r.Together() {
+		for _, group := range r.byCluster(setups) {
+			members := make([]*simulate.Setup, len(group))
+			desired := make([][]simulate.Desired, len(group))
+			for j, i := range group {
+				members[j], desired[j] = setups[i], setups[i].Desired
+			}
+			res, err := r.SimulateWorld(ctx, members, desired, opts)
+			if err != nil {
+				return nil, fmt.Errorf("simulating the units together: %w", err)
+			}
+			for j, i := range group {
+				out[i] = res[j]
+			}
+		}
+		return out, nil
+	}
 	for i, s := range setups {
 		res, err := r.Simulate(ctx, s, s.Desired, opts)
 		if err != nil {
@@ -370,7 +376,8 @@ func (r *Repository) simulateAll(ctx context.Context, setups []*simulate.Setup, 
 	return out, nil
 }
 
-// shared finds the objects several units of a world apply: the tools
+// shared finds the objects several units of a world apply to one
+// cluster: the tools
 // fight over them (Argo CD warns SharedResourceWarning; Flux's
 // Kustomizations take the object and its ownership labels from each other
 // every interval), whatever the simulation shows for their fields.
@@ -382,16 +389,21 @@ func (r *Repository) shared(setups []*simulate.Setup) []report.Finding {
 		units  []string
 		source manifest.Source
 	}
-	uses := map[cluster.Ref]*use{}
-	var refs []cluster.Ref
+	type key struct {
+		cluster string
+		ref     cluster.Ref
+	}
+	uses := map[key]*use{}
+	var keys []key
 	for _, s := range setups {
+		c := r.clusterOf(s)
 		for _, d := range s.Desired {
-			ref := cluster.RefOf(d.Object)
-			u := uses[ref]
+			k := key{c, cluster.RefOf(d.Object)}
+			u := uses[k]
 			if u == nil {
 				u = &use{source: d.Source}
-				uses[ref] = u
-				refs = append(refs, ref)
+				uses[k] = u
+				keys = append(keys, k)
 			}
 			if label := memberLabel(s); !slices.Contains(u.units, label) {
 				u.units = append(u.units, label)
@@ -399,14 +411,42 @@ func (r *Repository) shared(setups []*simulate.Setup) []report.Finding {
 		}
 	}
 	var out []report.Finding
-	for _, ref := range refs {
-		u := uses[ref]
+	for _, k := range keys {
+		u := uses[k]
 		if len(u.units) < 2 {
 			continue
 		}
 		out = append(out, report.Finding{Source: u.source.String(), Message: fmt.Sprintf(
 			"%s is applied by %s: each takes it over from the other (ownership labels, tracking, values); keep it in one unit",
-			ref, strings.Join(u.units, " and "))})
+			k.ref, strings.Join(u.units, " and "))})
+	}
+	return out
+}
+
+// clusterOf is the cluster setup s's objects go to (world.Unit.Cluster).
+func (r *Repository) clusterOf(s *simulate.Setup) string {
+	for _, u := range r.units {
+		if setupOf(u.Unit) == [2]string{s.Tool, s.Unit} {
+			return u.Cluster
+		}
+	}
+	return ""
+}
+
+// byCluster groups the indexes of setups by the cluster their objects go
+// to, in order.
+func (r *Repository) byCluster(setups []*simulate.Setup) [][]int {
+	at := map[string]int{}
+	var out [][]int
+	for i, s := range setups {
+		c := r.clusterOf(s)
+		j, ok := at[c]
+		if !ok {
+			j = len(out)
+			at[c] = j
+			out = append(out, nil)
+		}
+		out[j] = append(out[j], i)
 	}
 	return out
 }

@@ -249,7 +249,7 @@ func (r *Repository) simulateFor(ctx context.Context, setups []*simulate.Setup, 
 	at := -1
 	for _, cand := range setups {
 		d := desiredOf(cand)
-		if cand != s && !holds(d, o.Ref) {
+		if cand != s && (!holds(d, o.Ref) || r.clusterOf(cand) != r.clusterOf(s)) {
 			continue
 		}
 		if cand == s {

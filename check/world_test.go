@@ -334,3 +334,47 @@ func writeFiles(t *testing.T, root string, files map[string]string) {
 		}
 	}
 }
+
+// Applications with different destinations are different clusters: the
+// same object sent to both is no fight, and each cluster's units are
+// simulated on their own.
+func TestDestinationsAreSeparateClusters(t *testing.T) {
+	root := t.TempDir()
+	app := func(name, server, path string) string {
+		return `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: ` + name + `, namespace: argocd}
+spec:
+  project: default
+  source: {repoURL: https://example.com/team/config.git, path: ` + path + `, targetRevision: HEAD}
+  destination: {server: "` + server + `", namespace: default}
+  syncPolicy: {automated: {selfHeal: true, prune: true}}
+`
+	}
+	writeFiles(t, root, map[string]string{
+		"apps/staging.yaml":      app("staging", "https://staging.example.com", "envs/staging"),
+		"apps/production.yaml":   app("production", "https://production.example.com", "envs/production"),
+		"apps/local.yaml":        app("local", "https://kubernetes.default.svc", "envs/local"),
+		"envs/staging/s.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {env: staging}\n",
+		"envs/production/s.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {env: production}\n",
+		"envs/local/s.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\ndata: {env: local}\n",
+	})
+	outs := checkWorlds(t, []string{filepath.Join(root, "apps")}, offlineOptions(t, root, "https://example.com/team/config.git"), nil)
+	got := verdicts(outs)
+	for _, unit := range []string{"staging", "production", "local"} {
+		objs := got[filepath.Join(root, "apps")+": "+unit]
+		if len(objs) != 1 {
+			t.Fatalf("%s: objects %v; all %v", unit, objs, got)
+		}
+		for obj, v := range objs {
+			if v != simulate.Synced {
+				t.Errorf("%s: %s %s, want Synced", unit, obj, v)
+			}
+		}
+	}
+	for _, f := range outs[0].Report.Findings {
+		if strings.Contains(f.Message, "applied by") {
+			t.Errorf("finding %q: the Applications go to different clusters", f.Message)
+		}
+	}
+}

@@ -101,7 +101,10 @@ func (s *state) define(o manifest.Object, parent manifest.Unit) (*Unit, bool) {
 	}
 	if kind != KindApplication {
 		u.DependsOn = dependsOn(o.Object, kind)
+	} else {
+		u.Wave = syncWave(o.Object)
 	}
+	u.Cluster = destination(o.Object, kind)
 	return u, true
 }
 

@@ -54,6 +54,13 @@ type Unit struct {
 	Parent manifest.Unit
 	// DependsOn are Flux dependsOn units.
 	DependsOn []manifest.Unit
+	// Wave is an Application's sync wave in the app of apps that renders
+	// it.
+	Wave int
+	// Cluster is where the unit's objects go: "" for the cluster the entry
+	// point syncs, else an Argo CD destination other than its own cluster
+	// or a Flux kubeConfig. Units of different clusters do not share one.
+	Cluster string
 	// Objects counts the objects the unit applies.
 	Objects int
 	// Hooks counts Argo CD hooks left out: they run in sync phases and
@@ -220,9 +227,11 @@ func (l *loader) rel(p string) string {
 }
 
 // order sorts units so that each comes after those it dependsOn (Flux
-// waits for them), keeping the found order otherwise; a cycle keeps the
-// found order for the units in it.
+// waits for them) and an app of apps' Applications wave by wave, keeping
+// the found order otherwise; a cycle keeps the found order for the units
+// in it.
 func order(units []*Unit) []*Unit {
+	byWave(units)
 	index := map[manifest.Unit]int{}
 	for i, u := range units {
 		index[u.Unit] = i
