@@ -165,6 +165,11 @@ func judge(o *Object, tool Tool, writes []Write, rejections map[cluster.Ref]stri
 	if len(corrective) == 1 {
 		o.Reason = "corrected once, then in sync"
 	}
+	if o.Drift != nil && o.Drift.Status == drift.Excluded && len(o.Drift.Notes) > 0 {
+		// The tool does not compare it (helm-controller without drift
+		// detection): in sync is what it reports, not what it checked.
+		o.Reason = "applied once; " + strings.Join(o.Drift.Notes, "; ")
+	}
 }
 
 // lastFailure says why the tool's last reconciliation failed, if it did.
