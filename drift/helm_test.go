@@ -33,7 +33,9 @@ spec: {policyName: frozen, validationActions: [Deny]}
 
 func TestHelm(t *testing.T) {
 	ctx := context.Background()
-	setReplicas := func(u *unstructured.Unstructured) { _ = unstructured.SetNestedField(u.Object, int64(5), "spec", "replicas") }
+	setReplicas := func(u *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(u.Object, int64(5), "spec", "replicas")
+	}
 	replicasRule := FluxRule{Name: "spec.driftDetection.ignore[0]", IgnoreRule: jsondiff.IgnoreRule{
 		Paths: []string{"/spec/replicas"}, Selector: &jsondiff.Selector{Kind: "Deployment"}}}
 	for _, tc := range []struct {

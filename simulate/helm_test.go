@@ -3,6 +3,7 @@ package simulate
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -221,5 +222,76 @@ func TestHelmReleaseSettings(t *testing.T) {
 		if got := tt.tool.Settings(); got != tt.want {
 			t.Errorf("%q, want %q", got, tt.want)
 		}
+	}
+}
+
+// deleteOnce deletes its target once, a while after it first appears.
+type deleteOnce struct {
+	target cluster.Ref
+	done   bool
+}
+
+func (d *deleteOnce) Name() string                 { return "kubectl-delete" }
+func (d *deleteOnce) Describe() string             { return "kubectl delete " + d.target.String() }
+func (d *deleteOnce) Watches(ref cluster.Ref) bool { return !d.done && ref == d.target }
+func (d *deleteOnce) Delay() time.Duration         { return time.Minute }
+func (d *deleteOnce) Act(ctx context.Context, c cluster.Cluster) error {
+	d.done = true
+	return c.Delete(ctx, d.target, cluster.DeleteOptions{})
+}
+
+// A deleted object stays deleted without drift detection, is reported
+// missing with warn, and created again with enabled.
+func TestHelmReleaseDeletedObject(t *testing.T) {
+	tests := []struct {
+		mode    gitops.HelmDriftMode
+		verdict Verdict
+		exists  bool
+		writes  int
+		reason  string
+	}{
+		{gitops.HelmDriftDisabled, Synced, false, 2, "does not compare"},
+		{gitops.HelmDriftWarn, OutOfSync, false, 2, "deleted after flux created it"},
+		{gitops.HelmDriftEnabled, Synced, true, 3, "in sync"},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.mode), func(t *testing.T) {
+			c := newCluster(t, shop)
+			d := desiredOf(t, web)
+			ref := refOf(t, "apps/v1", "Deployment", "shop", "web")
+			tool := &HelmRelease{HelmRelease: "web", Namespace: "shop", Mode: tt.mode, Desired: d}
+			res, err := Run(context.Background(), c, tool, []Writer{&deleteOnce{target: ref}}, d, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := res.Objects[0]
+			if o.Verdict != tt.verdict || o.Writes != tt.writes || !strings.Contains(o.Reason, tt.reason) {
+				t.Fatalf("%s with %d writes (%s), want %s with %d (%s)", o.Verdict, o.Writes, o.Reason, tt.verdict, tt.writes, tt.reason)
+			}
+			_, err = c.Get(context.Background(), ref)
+			if exists := err == nil; exists != tt.exists {
+				t.Errorf("exists at the end: %v, want %v (%v)", exists, tt.exists, err)
+			}
+		})
+	}
+}
+
+// With more rounds than are simulated write by write, the loop's writes
+// are extrapolated to what the whole window holds.
+func TestHelmReleaseExtrapolation(t *testing.T) {
+	count := func(max int) int {
+		d := desiredOf(t, web)
+		tool := &HelmRelease{HelmRelease: "web", Namespace: "shop", Mode: gitops.HelmDriftEnabled, Interval: 2 * time.Minute, Desired: d}
+		res, err := Run(context.Background(), newCluster(t, shop), tool, []Writer{testHPA()}, d, Options{MaxRounds: max})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Objects[0].Verdict != Loop {
+			t.Fatalf("%s (%s), want Loop", res.Objects[0].Verdict, res.Objects[0].Reason)
+		}
+		return res.Objects[0].Writes
+	}
+	if predicted, full := count(0), count(1000); predicted != full {
+		t.Errorf("predicted %d writes, the whole window holds %d", predicted, full)
 	}
 }

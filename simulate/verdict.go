@@ -148,6 +148,8 @@ func judge(o *Object, tool Tool, writes []Write, rejections map[cluster.Ref]stri
 			}
 		}
 		switch {
+		case o.Drift.Status == drift.Missing && len(toolWrites) > 0:
+			o.Reason = fmt.Sprintf("deleted after %s created it, and %s does not create it again", tool.Name(), tool.Name())
 		case o.Drift.Status == drift.Missing:
 			o.Reason = fmt.Sprintf("%s never created it", tool.Name())
 		case len(fs) == 0:
