@@ -163,7 +163,9 @@ func (h *HelmRelease) Reconcile(ctx context.Context, c cluster.Cluster, trigger 
 // install writes every object as Helm 4's install does: a server-side
 // apply as helm-controller, forced where it adopts an object that exists
 // (helm-controller sets ForceConflicts with server-side apply, and takes
-// ownership by default); with client-side install, a create. Helm tries
+// ownership by default); with client-side install, a create (an object
+// that exists is adopted by the forced apply either way: Helm's three-way
+// merge for it is not modelled). Helm tries
 // every object and the install fails if one fails; with no remediation
 // retries helm-controller leaves it so.
 func (h *HelmRelease) install(ctx context.Context, c cluster.Cluster, round *Round) error {
