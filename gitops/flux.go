@@ -76,14 +76,37 @@ func ParseFluxKustomization(o Object) (*FluxKustomization, []Warning, error) {
 }
 
 // FluxHelmRelease is a helm.toolkit.fluxcd.io HelmRelease, as far as
-// comparing goes; render/flux reads the rest.
+// comparing and simulating go; render/flux reads the rest.
 type FluxHelmRelease struct {
 	Source          manifest.Source
 	Name, Namespace string
-	Interval        time.Duration
+	// ReleaseName and TargetNamespace are spec.releaseName and
+	// spec.targetNamespace as written (render/flux.ReleaseName derives the
+	// Helm release's name from them).
+	ReleaseName, TargetNamespace string
+	Interval                     time.Duration
+	// DriftDetection is spec.driftDetection.mode, HelmDriftDisabled when
+	// not set (helm-controller's default).
+	DriftDetection HelmDriftMode
+	// InstallServerSideApply is spec.install.serverSideApply; nil leaves
+	// helm-controller's default (server-side apply, with Helm 4).
+	InstallServerSideApply *bool
 	// Ignore is spec.driftDetection.ignore.
 	Ignore []FluxIgnore
 }
+
+// HelmDriftMode is a HelmRelease's spec.driftDetection.mode.
+type HelmDriftMode string
+
+// The drift detection modes of helm-controller.
+const (
+	// HelmDriftDisabled: the cluster is not compared with the release.
+	HelmDriftDisabled HelmDriftMode = "disabled"
+	// HelmDriftWarn: drift is detected and reported, not corrected.
+	HelmDriftWarn HelmDriftMode = "warn"
+	// HelmDriftEnabled: drift is detected and corrected.
+	HelmDriftEnabled HelmDriftMode = "enabled"
+)
 
 // Rules returns spec.driftDetection.ignore as ignore rules.
 func (h *FluxHelmRelease) Rules() []ignore.Rule {
@@ -93,13 +116,39 @@ func (h *FluxHelmRelease) Rules() []ignore.Rule {
 // ParseFluxHelmRelease reads a HelmRelease.
 func ParseFluxHelmRelease(o Object) (*FluxHelmRelease, error) {
 	r := &reader{source: o.where().String()}
-	h := &FluxHelmRelease{Source: o.where(), Name: o.GetName(), Namespace: o.GetNamespace()}
-	h.Interval = r.interval(o.Object)
-	h.Ignore = r.ignores(o.Object, "spec.driftDetection.ignore", "spec", "driftDetection", "ignore")
+	m := o.Object
+	h := &FluxHelmRelease{
+		Source:          o.where(),
+		Name:            o.GetName(),
+		Namespace:       o.GetNamespace(),
+		ReleaseName:     r.str(m, "spec.releaseName", "spec", "releaseName"),
+		TargetNamespace: r.str(m, "spec.targetNamespace", "spec", "targetNamespace"),
+	}
+	h.Interval = r.interval(m)
+	h.DriftDetection = r.driftMode(m)
+	if v, ok := get(m, "spec", "install", "serverSideApply"); ok && v != nil {
+		ssa := r.boolean(m, "spec.install.serverSideApply", "spec", "install", "serverSideApply")
+		h.InstallServerSideApply = &ssa
+	}
+	h.Ignore = r.ignores(m, "spec.driftDetection.ignore", "spec", "driftDetection", "ignore")
 	if err := errors.Join(r.err(), ruleErrors(h.Rules())); err != nil {
 		return nil, err
 	}
 	return h, nil
+}
+
+// driftMode reads spec.driftDetection.mode.
+func (r *reader) driftMode(m map[string]any) HelmDriftMode {
+	const field = "spec.driftDetection.mode"
+	switch v := HelmDriftMode(r.str(m, field, "spec", "driftDetection", "mode")); v {
+	case "":
+		return HelmDriftDisabled
+	case HelmDriftDisabled, HelmDriftWarn, HelmDriftEnabled:
+		return v
+	default:
+		r.fail(field, "%q is not one of enabled, warn or disabled", string(v))
+		return HelmDriftDisabled
+	}
 }
 
 // interval reads spec.interval.

@@ -102,3 +102,74 @@ func TestParseFluxKustomizationErrors(t *testing.T) {
 		})
 	}
 }
+
+const podinfoHelmRelease = `
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: podinfo
+  namespace: flux-system
+spec:
+  interval: 5m
+  releaseName: web
+  targetNamespace: shop
+  chart:
+    spec:
+      chart: podinfo
+      sourceRef: {kind: HelmRepository, name: podinfo}
+`
+
+func TestParseFluxHelmRelease(t *testing.T) {
+	no := false
+	tests := []struct {
+		name, spec string
+		want       func(h *FluxHelmRelease)
+	}{
+		{name: "drift detection is disabled by default", want: func(h *FluxHelmRelease) {}},
+		{name: "warn", spec: "  driftDetection: {mode: warn}\n", want: func(h *FluxHelmRelease) { h.DriftDetection = HelmDriftWarn }},
+		{name: "disabled", spec: "  driftDetection: {mode: disabled}\n", want: func(h *FluxHelmRelease) {}},
+		{
+			name: "enabled with ignore rules",
+			spec: "  driftDetection:\n    mode: enabled\n    ignore:\n    - paths: [/spec/replicas]\n      target: {kind: Deployment}\n",
+			want: func(h *FluxHelmRelease) {
+				h.DriftDetection = HelmDriftEnabled
+				h.Ignore = []FluxIgnore{{Paths: []string{"/spec/replicas"}, Target: &ignore.Target{Kind: "Deployment"}}}
+			},
+		},
+		{name: "client-side install", spec: "  install: {serverSideApply: false}\n", want: func(h *FluxHelmRelease) { h.InstallServerSideApply = &no }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, err := ParseFluxHelmRelease(object(t, "apps/hr.yaml:4", podinfoHelmRelease+tt.spec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := &FluxHelmRelease{Source: at(t, "apps/hr.yaml:4"), Name: "podinfo", Namespace: "flux-system",
+				ReleaseName: "web", TargetNamespace: "shop", Interval: 5 * time.Minute, DriftDetection: HelmDriftDisabled}
+			tt.want(want)
+			if diff := cmp.Diff(want, h); diff != "" {
+				t.Fatalf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseFluxHelmReleaseErrors(t *testing.T) {
+	tests := []struct {
+		name, spec, want string
+	}{
+		{"unknown mode", "  driftDetection: {mode: correct}\n", `apps/hr.yaml:4: spec.driftDetection.mode: "correct" is not one of enabled, warn or disabled`},
+		{"mode in capitals", "  driftDetection: {mode: Enabled}\n", `apps/hr.yaml:4: spec.driftDetection.mode: "Enabled" is not one of`},
+		{"mode not a string", "  driftDetection: {mode: true}\n", "apps/hr.yaml:4: spec.driftDetection.mode: want a string, got a boolean"},
+		{"ignore without paths", "  driftDetection:\n    ignore: [{target: {kind: Deployment}}]\n", "apps/hr.yaml:4: spec.driftDetection.ignore[0].paths: at least one JSON pointer is required"},
+		{"serverSideApply not a boolean", "  install: {serverSideApply: enabled}\n", "apps/hr.yaml:4: spec.install.serverSideApply: want true or false, got a string"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseFluxHelmRelease(object(t, "apps/hr.yaml:4", podinfoHelmRelease+tt.spec))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v, want %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -14,6 +14,7 @@ import (
 func FuzzDiscover(f *testing.F) {
 	f.Add("ServerSideDiff=true,IncludeMutationWebhook=true", "/spec/replicas", "jsonPointers: [/spec]", "apps_Deployment", "Deploy.*", ".spec.x[]", "ignoreResourceStatusField: crd")
 	f.Add("", "spec/replicas,", "jsonPointers: [", "a_b_c", "(", ".[", ": :")
+	f.Add("", "/spec/replicas", "", "warn", "Deployment", "", "")
 	f.Add(",,", "|\n a", "apps/Deployment:\n  ignoreDifferences: 3", "", "", "", "off")
 	f.Fuzz(func(t *testing.T, compare, annotation, override, overrideKey, fluxKind, jq, compareOpts string) {
 		app := &unstructured.Unstructured{Object: map[string]any{
@@ -45,9 +46,20 @@ func FuzzDiscover(f *testing.F) {
 			"apiVersion": "v1", "kind": "Service",
 			"metadata": map[string]any{"name": "s", "annotations": map[string]any{AnnotationIgnoreDifferences: annotation}},
 		}}
-		s, rest, err := Discover([]Object{{Source: "a.yaml:1", Unstructured: app}, {Source: "cm.yaml:1", Unstructured: cm}, {Source: "k.yaml:1", Unstructured: ks}, {Source: "s.yaml:1", Unstructured: res}})
+		hr := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease", "metadata": map[string]any{"name": "h"},
+			"spec": map[string]any{"driftDetection": map[string]any{"mode": overrideKey, "ignore": []any{map[string]any{
+				"paths": []any{annotation}, "target": map[string]any{"kind": fluxKind},
+			}}}},
+		}}
+		s, rest, err := Discover([]Object{{Source: "a.yaml:1", Unstructured: app}, {Source: "cm.yaml:1", Unstructured: cm}, {Source: "k.yaml:1", Unstructured: ks}, {Source: "s.yaml:1", Unstructured: res}, {Source: "h.yaml:1", Unstructured: hr}})
 		if err != nil {
 			return
+		}
+		switch m := s.HelmReleases[0].DriftDetection; m {
+		case HelmDriftDisabled, HelmDriftWarn, HelmDriftEnabled:
+		default:
+			t.Fatalf("drift detection mode %q accepted", m)
 		}
 		if len(rest) != 1 || s.ArgoConfig == nil {
 			t.Fatalf("rest %d, settings %+v", len(rest), s)

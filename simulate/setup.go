@@ -11,6 +11,7 @@ import (
 	"github.com/truce-dev/truce/drift/ignore"
 	"github.com/truce-dev/truce/gitops"
 	"github.com/truce-dev/truce/manifest"
+	"github.com/truce-dev/truce/render/flux"
 )
 
 // Setup is one simulation to run: a GitOps tool with its settings, and the
@@ -161,17 +162,21 @@ func rendered(desired []Desired) map[manifest.Unit][]Desired {
 	return out
 }
 
-// helmSetup simulates a HelmRelease. helm-controller (Helm 4) installs the
-// chart with server-side apply; its drift is judged as Flux judges it, by
-// server-side dry run. Its own drift detection (off by default) is not
-// told apart yet: drift is corrected every interval, as with
-// driftDetection.mode enabled.
+// helmSetup simulates a HelmRelease as helm-controller reconciles it
+// (HelmRelease): installed once, then every interval what its
+// spec.driftDetection.mode says, with its ignore rules.
 func helmSetup(s *gitops.Settings, hr *gitops.FluxHelmRelease, desired []Desired) *Setup {
 	rules := drift.FluxRules(s.ComparisonFor(gitops.Unit{Tool: ignore.Flux, HelmRelease: hr}).Rules)
 	setup := &Setup{Tool: "flux", Unit: HelmReleaseUnit(hr.Name), Source: hr.Source, Desired: desired}
+	ns := hr.TargetNamespace
+	if ns == "" {
+		ns = hr.Namespace
+	}
 	setup.build = func(d []Desired, _ []schema.GroupVersionKind) (Tool, error) {
-		return &Flux{Kustomization: hr.Name, Namespace: hr.Namespace, Interval: hr.Interval,
-			Rules: rules, Desired: d}, nil
+		return &HelmRelease{HelmRelease: hr.Name, Namespace: hr.Namespace,
+			ReleaseName: flux.ReleaseName(hr.Name, hr.ReleaseName, hr.TargetNamespace), ReleaseNamespace: ns,
+			Interval: hr.Interval, Mode: hr.DriftDetection, Rules: rules,
+			ClientSideInstall: hr.InstallServerSideApply != nil && !*hr.InstallServerSideApply, Desired: d}, nil
 	}
 	return setup
 }

@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"testing"
+	"time"
 
 	"github.com/truce-dev/truce/gitops"
 	"github.com/truce-dev/truce/manifest"
@@ -87,5 +88,46 @@ spec:
 			}
 			tt.check(t, tools)
 		})
+	}
+}
+
+// A HelmRelease is simulated as helm-controller with its drift detection
+// mode, ignore rules and release name.
+func TestSetupsHelmRelease(t *testing.T) {
+	objs := objects(t, `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: web, namespace: flux-system}
+spec:
+  interval: 5m
+  targetNamespace: shop
+  driftDetection:
+    mode: warn
+    ignore:
+    - paths: [/spec/replicas]
+`)
+	s, _, err := gitops.Discover([]gitops.Object{{Position: manifest.Source{File: "hr.yaml", Line: 1}, Unstructured: objs[0]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setups, err := Setups(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(setups) != 1 || setups[0].Tool != "flux" || setups[0].Unit != "HelmRelease web" {
+		t.Fatalf("setups %+v", setups)
+	}
+	tool, err := setups[0].Build(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, ok := tool.(*HelmRelease)
+	if !ok {
+		t.Fatalf("tool %T, want *HelmRelease", tool)
+	}
+	if h.Mode != gitops.HelmDriftWarn || h.ReleaseName != "shop-web" || h.ReleaseNamespace != "shop" || len(h.Rules) != 1 || h.Interval != 5*time.Minute {
+		t.Errorf("%+v", h)
+	}
+	if got, want := h.Settings(), "helm-controller, drift detection warn, every 5m0s, 1 ignore rule(s)"; got != want {
+		t.Errorf("settings %q, want %q", got, want)
 	}
 }

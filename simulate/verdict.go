@@ -148,6 +148,8 @@ func judge(o *Object, tool Tool, writes []Write, rejections map[cluster.Ref]stri
 			}
 		}
 		switch {
+		case o.Drift.Status == drift.Missing && len(toolWrites) > 0:
+			o.Reason = fmt.Sprintf("deleted after %s created it, and %s does not create it again", tool.Name(), tool.Name())
 		case o.Drift.Status == drift.Missing:
 			o.Reason = fmt.Sprintf("%s never created it", tool.Name())
 		case len(fs) == 0:
@@ -164,6 +166,11 @@ func judge(o *Object, tool Tool, writes []Write, rejections map[cluster.Ref]stri
 	o.Reason = "applied once, then in sync"
 	if len(corrective) == 1 {
 		o.Reason = "corrected once, then in sync"
+	}
+	if o.Drift != nil && o.Drift.Status == drift.Excluded && len(o.Drift.Notes) > 0 {
+		// The tool does not compare it (helm-controller without drift
+		// detection): in sync is what it reports, not what it checked.
+		o.Reason = "applied once; " + strings.Join(o.Drift.Notes, "; ")
 	}
 }
 
