@@ -173,13 +173,11 @@ func TestFluxExampleChartServedOnLoopback(t *testing.T) {
 }
 
 // A public chart under an image-mirroring MutatingAdmissionPolicy: under
-// Argo CD's legacy diff the rendered Deployment loops, and the fix writes
-// the mirrored repository into the Application's valuesObject, verified
-// Synced; the same chart installed by a Flux HelmRelease is Synced.
-// The fix of a mirrored image edits the file whose value lands in the
-// field: the chart's own values.yaml, a values file of the repository
-// (directly or through a $values source), or a kustomize images entry;
-// each verified by rendering and simulating again.
+// Argo CD's legacy diff the rendered Deployment loops, and the fix edits
+// the file whose value lands in the field: the chart's own values.yaml, a
+// values file of the repository (directly or through a $values source),
+// or a kustomize images entry; each verified Synced by rendering and
+// simulating again.
 func TestHelmValuesFix(t *testing.T) {
 	cases := []struct {
 		name, apps, object string

@@ -116,6 +116,11 @@ func (e *editor) valuesPlace(t *world.ValuesTarget, path []string, value any) (s
 	for i := len(t.Files) - 1; i >= 0; i-- {
 		vf := t.Files[i]
 		file, err := e.file(vf.Path)
+		if err != nil && vf.NotOwned != "" {
+			// Another repository's file that cannot be read again may
+			// set the value: only the inline values surely win.
+			return inline()
+		}
 		if err != nil || file.Documents() == 0 {
 			continue
 		}

@@ -124,6 +124,8 @@ func (s *state) application(ctx context.Context, u *Unit, obj *unstructured.Unst
 	if err := decodeSpec(obj, &app); err != nil {
 		return nil, fmt.Errorf("%s: reading the Application: %w", u.Source, err)
 	}
+	// Set by the source rendering a chart; two charts leave no place.
+	u.Values = nil
 	sources := app.Spec.Sources
 	for i := range sources {
 		sources[i].pointer = fmt.Sprintf("/spec/sources/%d", i)

@@ -349,8 +349,9 @@ func (s *state) helmRelease(ctx context.Context, u *Unit, obj *unstructured.Unst
 		}}
 	// A chart of this repository's working tree: its values.yaml is the
 	// user's. Value files of spec.chart.spec.valuesFiles are not read by
-	// truce, so then none is listed: the inline values win over them all.
-	if dir, ok := s.chartDir(hr); ok && (hr.Chart == nil || len(hr.Chart.ValuesFiles) == 0) {
+	// truce, and valuesFrom win over the chart's values: then none is
+	// listed, and the inline values, which win over them all, are written.
+	if dir, ok := s.chartDir(hr); ok && len(hr.Chart.ValuesFiles) == 0 && len(hr.ValuesFrom) == 0 {
 		if own := filepath.Join(dir, "values.yaml"); fileExists(own) {
 			u.Values.Files = append(u.Values.Files, s.valuesFile(own))
 		}
