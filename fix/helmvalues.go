@@ -25,6 +25,9 @@ func (e *editor) helmValues(p Problem, fields []string, values map[string]any) (
 	if t == nil {
 		return nil, fmt.Errorf("%s is rendered by the Helm chart %s, whose values truce cannot locate", p.Object.Ref, p.Source.RenderRoot)
 	}
+	if t.Pointer == "" {
+		return nil, fmt.Errorf("%s is rendered by the Helm chart %s: %s", p.Object.Ref, p.Source.RenderRoot, t.Reason)
+	}
 	desired := map[string]any{}
 	if p.Object.Drift != nil {
 		for _, fd := range p.Object.Drift.Fields {
