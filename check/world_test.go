@@ -173,48 +173,83 @@ func TestFluxExampleChartServedOnLoopback(t *testing.T) {
 }
 
 // A public chart under an image-mirroring MutatingAdmissionPolicy: under
-// Argo CD's legacy diff the rendered Deployment loops, and the fix writes
-// the mirrored repository into the Application's valuesObject, verified
-// Synced; the same chart installed by a Flux HelmRelease is Synced.
+// Argo CD's legacy diff the rendered Deployment loops, and the fix edits
+// the file whose value lands in the field: the chart's own values.yaml, a
+// values file of the repository (directly or through a $values source),
+// or a kustomize images entry; each verified Synced by rendering and
+// simulating again.
 func TestHelmValuesFix(t *testing.T) {
+	cases := []struct {
+		name, apps, object string
+		// file is written by the fix and holds want; untouched is not
+		// written.
+		file, want, untouched string
+	}{
+		{"chart values.yaml", "apps", "Deployment.apps/podinfo/podinfo",
+			"charts/podinfo/values.yaml", "  repository: registry.internal/ghcr.io/stefanprodan/podinfo\n", "apps/podinfo.yaml"},
+		{"values file", "apps-valuefiles", "Deployment.apps/podinfo/podinfo",
+			"envs/prod/podinfo-values.yaml", "  repository: registry.internal/ghcr.io/example/podinfo # built by CI\n", "charts/podinfo/values.yaml"},
+		{"$values file", "apps-ref", "Deployment.apps/podinfo/podinfo",
+			"envs/prod/podinfo-values.yaml", "  repository: registry.internal/ghcr.io/example/podinfo # built by CI\n", "apps-ref/podinfo.yaml"},
+		{"kustomize images", "apps-kustomize", "Deployment.apps/web/web",
+			"kustomize/overlay/kustomization.yaml", "    newName: \"registry.internal/nginx\"\n", "kustomize/base/deployment.yaml"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			if err := copyTree(filepath.Join("testdata", "helm-mirror"), root); err != nil {
+				t.Fatal(err)
+			}
+			opts := offlineOptions(t, root, "https://git.example.com/platform.git")
+			cluster := []string{filepath.Join(root, "cluster")}
+			apps := []string{filepath.Join(root, tc.apps)}
+			outs := checkWorlds(t, apps, opts, cluster)
+			var pf *ProblemFixes
+			for _, p := range outs[0].Problems {
+				if p.Ref.String() == tc.object {
+					pf = p
+				}
+			}
+			if pf == nil || pf.Verdict != simulate.Loop {
+				t.Fatalf("%s: %+v, want a Loop", tc.object, pf)
+			}
+			if pf.Chosen == nil || pf.Chosen.Kind != fix.KindGitValue {
+				t.Fatalf("chosen fix %+v, want %s (notes %v)", pf.Chosen, fix.KindGitValue, pf.Notes)
+			}
+			file := filepath.Join(root, filepath.FromSlash(tc.file))
+			if got := string(pf.Chosen.Files[file]); !strings.Contains(got, tc.want) {
+				t.Errorf("the fix writes %v; %s:\n%s\nwant %q", pf.Chosen.Paths(), tc.file, got, tc.want)
+			}
+			if _, ok := pf.Chosen.Files[filepath.Join(root, filepath.FromSlash(tc.untouched))]; ok {
+				t.Errorf("the fix writes %s: %v", tc.untouched, pf.Chosen.Paths())
+			}
+			ctx := context.Background()
+			w, err := world.Load(ctx, apps, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl, _ := manifest.LoadPaths(ctx, cluster, manifest.DefaultOptions())
+			src := Sources{Repository: apps, Cluster: cluster}
+			applied, err := Fix(ctx, Request{Input: WorldInput(w[0], cl), Sources: src, Load: WorldLoader(apps, 0, opts, src, cl)}, FixOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if applied.After == nil || applied.After.Report.Failed() {
+				t.Errorf("after the fix: %+v", applied.After)
+			}
+		})
+	}
+}
+
+// The chart's HelmRelease is Synced under the mirror: Flux's server-side
+// dry run sees the policy's change.
+func TestHelmMirrorFluxSettles(t *testing.T) {
 	root := t.TempDir()
 	if err := copyTree(filepath.Join("testdata", "helm-mirror"), root); err != nil {
 		t.Fatal(err)
 	}
 	opts := offlineOptions(t, root, "https://git.example.com/platform.git")
 	cluster := []string{filepath.Join(root, "cluster")}
-	apps := []string{filepath.Join(root, "apps")}
-	outs := checkWorlds(t, apps, opts, cluster)
-	var pf *ProblemFixes
-	for _, p := range outs[0].Problems {
-		if p.Ref.String() == "Deployment.apps/podinfo/podinfo" {
-			pf = p
-		}
-	}
-	if pf == nil || pf.Verdict != simulate.Loop {
-		t.Fatalf("podinfo's Deployment: %+v, want a Loop", pf)
-	}
-	if pf.Chosen == nil || pf.Chosen.Kind != fix.KindGitValue {
-		t.Fatalf("chosen fix %+v, want %s (notes %v)", pf.Chosen, fix.KindGitValue, pf.Notes)
-	}
-	app := filepath.Join(root, "apps", "podinfo.yaml")
-	if got := string(pf.Chosen.Files[app]); !strings.Contains(got, "repository: registry.internal/ghcr.io/stefanprodan/podinfo") {
-		t.Errorf("the fix writes %s:\n%s", app, got)
-	}
-	ctx := context.Background()
-	w, err := world.Load(ctx, apps, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, _ := manifest.LoadPaths(ctx, cluster, manifest.DefaultOptions())
-	src := Sources{Repository: apps, Cluster: cluster}
-	applied, err := Fix(ctx, Request{Input: WorldInput(w[0], cl), Sources: src, Load: WorldLoader(apps, 0, opts, src, cl)}, FixOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if applied.After == nil || applied.After.Report.Failed() {
-		t.Errorf("after the fix: %+v", applied.After)
-	}
 	for unit, objs := range verdicts(checkWorlds(t, []string{filepath.Join(root, "clusters")}, opts, cluster)) {
 		for obj, v := range objs {
 			if v != simulate.Synced {

@@ -20,6 +20,12 @@ func (e *editor) gitValue(p Problem, fields []string, values map[string]any) (*C
 		return e.helmValues(p, fields, values)
 	}
 	if p.Source.Kustomization != "" && p.Source.Kustomization != p.Source.File {
+		if c, err := e.kustomizeImages(p, fields, values); c != nil || err != nil {
+			return c, err
+		}
+		if c, err := e.kustomizeExistingPatch(p, fields, values); c != nil || err != nil {
+			return c, err
+		}
 		return e.kustomizePatch(p, fields, values)
 	}
 	f, doc, err := e.doc(p.Source)

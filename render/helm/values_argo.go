@@ -143,6 +143,32 @@ func (v ArgoValues) Merge(ctx context.Context, chartDir string, p *Puller) (map[
 	return out, nil
 }
 
+// LocalFiles lists the value files Merge reads from disk for the chart in
+// chartDir, in Helm's merge order (later files win): globs expanded and
+// missing files skipped as Merge does, URLs left out. Paths are absolute
+// with symlinks resolved. Fixes use it to find the file that sets a value.
+func (v ArgoValues) LocalFiles(chartDir string) ([]string, error) {
+	abs, root, err := chartRoot(chartDir, v.RepositoryRoot)
+	if err != nil {
+		return nil, err
+	}
+	r := valueResolver{appPath: abs, root: root, refs: v.RefSources, limit: v.MaxFileBytes}
+	if r.limit <= 0 {
+		r.limit = manifest.DefaultMaxFileBytes
+	}
+	files, err := r.valueFiles(v.Files, v.IgnoreMissingValueFiles)
+	if err != nil {
+		return nil, err
+	}
+	out := files[:0]
+	for _, f := range files {
+		if !isURL(f) {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
 // mergeValues runs Helm's merge, turning a panic in a parser into an error.
 func mergeValues(opts *values.Options, p getter.Providers) (out map[string]any, err error) {
 	defer func() {

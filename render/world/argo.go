@@ -45,6 +45,8 @@ type argoSource struct {
 	Kustomize      *argoKustomize `json:"kustomize"`
 	Directory      *argoDirectory `json:"directory"`
 	Plugin         map[string]any `json:"plugin"`
+	// pointer is the source's JSON pointer in the Application.
+	pointer string
 }
 
 type argoHelm struct {
@@ -122,9 +124,15 @@ func (s *state) application(ctx context.Context, u *Unit, obj *unstructured.Unst
 	if err := decodeSpec(obj, &app); err != nil {
 		return nil, fmt.Errorf("%s: reading the Application: %w", u.Source, err)
 	}
+	// Set by the source rendering a chart; two charts leave no place.
+	u.Values = nil
 	sources := app.Spec.Sources
+	for i := range sources {
+		sources[i].pointer = fmt.Sprintf("/spec/sources/%d", i)
+	}
 	if app.Spec.Source != nil && len(sources) == 0 {
 		sources = []argoSource{*app.Spec.Source}
+		sources[0].pointer = "/spec/source"
 	}
 	if len(sources) == 0 {
 		return nil, fmt.Errorf("%s: the Application has no source", u.Source)
@@ -338,7 +346,8 @@ func (s *state) argoHelm(ctx context.Context, u *Unit, obj *unstructured.Unstruc
 	for _, p := range h.FileParameters {
 		vals.FileParameters = append(vals.FileParameters, helm.FileParameter{Name: p.Name, Path: p.Path})
 	}
-	if dir == "" {
+	pulled := dir == ""
+	if pulled {
 		dir, vals.RepositoryRoot = ch.Dir, ch.Dir
 	}
 	values, err := vals.Merge(ctx, dir, s.puller())
@@ -365,14 +374,35 @@ func (s *state) argoHelm(ctx context.Context, u *Unit, obj *unstructured.Unstruc
 	if err != nil {
 		return nil, err
 	}
-	u.Values = &ValuesTarget{Source: u.Source, Pointer: "/spec/source/helm/valuesObject", Values: effective}
+	if u.Values != nil {
+		u.Values = &ValuesTarget{Source: u.Source, Reason: "the Application renders several Helm charts; truce writes values of one only"}
+		return out.Objects, nil
+	}
+	u.Values = &ValuesTarget{Source: u.Source, Pointer: src.pointer + "/helm/valuesObject", Parameters: src.pointer + "/helm/parameters", Values: effective,
+		Probe: func(values map[string]any) ([]manifest.Object, error) {
+			out, err := helm.Render(ctx, ch, rel, values, ropts)
+			if err != nil {
+				return nil, err
+			}
+			return out.Objects, nil
+		}}
+	if !pulled {
+		if own := filepath.Join(dir, "values.yaml"); fileExists(own) {
+			u.Values.Files = append(u.Values.Files, s.valuesFile(own))
+		}
+	}
+	files, err := vals.LocalFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		u.Values.Files = append(u.Values.Files, s.valuesFile(f))
+	}
 	switch {
 	case u.Source.Renderer != "":
 		u.Values.Reason = fmt.Sprintf("the Application is itself rendered by the %s %s", u.Source.Renderer, u.Source.RenderRoot)
-	case len(app.Spec.Sources) > 0:
-		u.Values.Reason = "the Application has several sources; truce writes values of single-source Applications only"
 	case h.Values != "" && h.ValuesObject == nil:
-		u.Values.Reason = "the Application's values are a YAML string (spec.source.helm.values); move them to valuesObject"
+		u.Values.Reason = "the Application's values are a YAML string (helm.values); move them to valuesObject"
 	}
 	// Argo CD applies hooks in their phases; they are not part of the
 	// sync status, and truce leaves them out of the comparison.
@@ -381,6 +411,26 @@ func (s *state) argoHelm(ctx context.Context, u *Unit, obj *unstructured.Unstruc
 
 // loadChart loads a chart directory of the repository, pulling missing
 // dependencies as `helm dependency build` would.
+func fileExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// valuesFile names a values file: by its path in the repository being
+// checked when it is there (Helm resolves symlinks), else as found, not
+// the user's to edit.
+func (s *state) valuesFile(p string) ValuesFile {
+	rootReal, err := filepath.EvalSymlinks(s.root)
+	if err == nil {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			if rel, err := filepath.Rel(rootReal, real); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+				return ValuesFile{Path: filepath.Join(s.root, rel)}
+			}
+		}
+	}
+	return ValuesFile{Path: p, NotOwned: "it belongs to another repository, cloned to read it"}
+}
+
 func (s *state) loadChart(ctx context.Context, dir, root string) (*helm.Chart, error) {
 	return helm.Load(ctx, dir, helm.LoadOptions{Puller: s.puller(), RepositoryRoot: root})
 }

@@ -329,7 +329,8 @@ func (s *state) helmRelease(ctx context.Context, u *Unit, obj *unstructured.Unst
 	}
 	// Helm installs what names no namespace into the release's.
 	u.DefaultNamespace = ns
-	out, err := helm.Render(ctx, ch, helm.Release{Name: hr.ReleaseName, Namespace: ns, IncludeCRDs: hr.InstallCRDs != flux.CRDsSkip}, values, s.opts.Render)
+	rel := helm.Release{Name: hr.ReleaseName, Namespace: ns, IncludeCRDs: hr.InstallCRDs != flux.CRDsSkip}
+	out, err := helm.Render(ctx, ch, rel, values, s.opts.Render)
 	if err != nil {
 		return nil, err
 	}
@@ -337,11 +338,51 @@ func (s *state) helmRelease(ctx context.Context, u *Unit, obj *unstructured.Unst
 	if err != nil {
 		return nil, err
 	}
-	u.Values = &ValuesTarget{Source: u.Source, Pointer: "/spec/values", Values: effective}
+	ropts := s.opts.Render
+	u.Values = &ValuesTarget{Source: u.Source, Pointer: "/spec/values", PostRenderers: "/spec/postRenderers", Values: effective,
+		Probe: func(values map[string]any) ([]manifest.Object, error) {
+			out, err := helm.Render(ctx, ch, rel, values, ropts)
+			if err != nil {
+				return nil, err
+			}
+			return flux.PostRender(out.Objects, hr)
+		}}
+	// A chart of this repository's working tree: its values.yaml is the
+	// user's. Value files of spec.chart.spec.valuesFiles are not read by
+	// truce, and valuesFrom win over the chart's values: then none is
+	// listed, and the inline values, which win over them all, are written.
+	if dir, ok := s.chartDir(hr); ok && len(hr.Chart.ValuesFiles) == 0 && len(hr.ValuesFrom) == 0 {
+		if own := filepath.Join(dir, "values.yaml"); fileExists(own) {
+			u.Values.Files = append(u.Values.Files, s.valuesFile(own))
+		}
+	}
 	if u.Source.Renderer != "" {
 		u.Values.Reason = fmt.Sprintf("the HelmRelease is itself rendered by the %s %s", u.Source.Renderer, u.Source.RenderRoot)
 	}
 	return flux.PostRender(out.Objects, hr)
+}
+
+// chartDir is the directory of a HelmRelease's chart when it is one of
+// this repository's working tree (a GitRepository source of it).
+func (s *state) chartDir(hr *flux.HelmRelease) (string, bool) {
+	c := hr.Chart
+	if c == nil || c.SourceRef.Kind != "GitRepository" {
+		return "", false
+	}
+	ns := c.SourceRef.Namespace
+	if ns == "" {
+		ns = hr.Namespace
+	}
+	repo, ok := s.find(sourceGroup, "GitRepository", ns, c.SourceRef.Name)
+	if !ok {
+		return "", false
+	}
+	url, _, _ := unstructured.NestedString(repo.Object, "spec", "url")
+	if !s.repos.has(url) && (c.SourceRef.Name != fluxSystem || ns != fluxSystem) {
+		return "", false
+	}
+	dir, err := inRoot(s.root, s.root, c.Chart)
+	return dir, err == nil
 }
 
 // fluxChart finds the chart a HelmRelease installs.

@@ -96,6 +96,33 @@ type ValuesTarget struct {
 	// cannot (the unit is itself rendered from a template, or its inline
 	// values are a YAML string).
 	Reason string
+	// Files are the values files under the inline values, in Helm's
+	// merge order (later files win): the chart's own values.yaml when the
+	// chart is a directory of a repository, then the unit's value files
+	// (Argo CD helm.valueFiles). A chart pulled from a chart repository is
+	// not listed: it is not the user's to edit, and it loses to all else.
+	Files []ValuesFile
+	// Parameters is the JSON pointer of an Application's
+	// helm.parameters, which win over its inline values; empty for a
+	// HelmRelease.
+	Parameters string
+	// PostRenderers is the JSON pointer of a HelmRelease's
+	// spec.postRenderers; empty for an Application.
+	PostRenderers string
+	// Probe renders the chart as the unit does with values in place of
+	// the merged ones (post-renderers included), bound by the context
+	// the world was loaded with; nil when it cannot.
+	Probe func(values map[string]any) ([]manifest.Object, error)
+}
+
+// ValuesFile is one values file a unit's chart is rendered with.
+type ValuesFile struct {
+	// Path is the file.
+	Path string
+	// NotOwned says why the file is not the user's to edit (it belongs
+	// to another repository, cloned to read it); empty for a file of the
+	// repository being checked.
+	NotOwned string
 }
 
 // World is what one entry point tells one cluster to hold.
