@@ -78,7 +78,7 @@ func (s *state) followable(objs []manifest.Object) bool {
 			continue
 		}
 		switch u.Kind {
-		case KindHelmRelease:
+		case KindHelmRelease, KindApplicationSet:
 			return true
 		case KindApplication:
 			var app argoApplication
