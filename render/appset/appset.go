@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"dario.cat/mergo"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,6 +41,11 @@ type Options struct {
 	// 1 MiB.
 	MaxFileBytes int64
 }
+
+// TemplateTimeout bounds the template executions of one expansion: Go
+// templates cannot be interrupted, and one that loops for ever is
+// abandoned.
+const TemplateTimeout = time.Minute
 
 // resourcesFinalizer is what Argo CD adds to a generated Application that
 // names no finalizer (v1alpha1.ResourcesFinalizerName).
@@ -114,7 +120,9 @@ func Expand(ctx context.Context, set *unstructured.Unstructured, opts Options) (
 			}
 		}
 	}
-	e, err := newEngine(sp.GoTemplate, sp.GoTemplateOptions)
+	tctx, cancel := context.WithTimeout(ctx, TemplateTimeout)
+	defer cancel()
+	e, err := newEngine(tctx, sp.GoTemplate, sp.GoTemplateOptions)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

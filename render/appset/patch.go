@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"sigs.k8s.io/yaml"
 )
@@ -23,11 +24,12 @@ func applyPatch(app map[string]any, patch string) (map[string]any, error) {
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return nil, fmt.Errorf("invalid templatePatch %q: %w", raw, err)
 	}
+	// The merge writes into app.
+	project, _, _ := unstructured.NestedString(app, "spec", "project")
 	out, err := strategicpatch.StrategicMergeMapPatchUsingLookupPatchMeta(app, p, applicationSchema{})
 	if err != nil {
 		return nil, fmt.Errorf("error while applying templatePatch template to json %q: %w", raw, err)
 	}
-	project, _, _ := nestedString(app, "spec", "project")
 	if spec, ok := out["spec"].(map[string]any); ok {
 		if project == "" {
 			delete(spec, "project")
@@ -55,19 +57,3 @@ func (s applicationSchema) LookupPatchMetadataForSlice(key string) (strategicpat
 }
 
 func (applicationSchema) Name() string { return "Application" }
-
-func nestedString(m map[string]any, keys ...string) (string, bool, error) {
-	var cur any = m
-	for _, k := range keys {
-		mm, ok := cur.(map[string]any)
-		if !ok {
-			return "", false, nil
-		}
-		cur, ok = mm[k]
-		if !ok {
-			return "", false, nil
-		}
-	}
-	s, ok := cur.(string)
-	return s, ok, nil
-}

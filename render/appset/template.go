@@ -2,11 +2,14 @@ package appset
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"text/template"
 
 	"github.com/Masterminds/sprig/v3"
@@ -32,14 +35,19 @@ type engine struct {
 	// base holds the functions, parsed once and cloned per string as
 	// Argo CD does (utils.baseTemplate).
 	base *template.Template
+	// ctx ends template execution: Go's templates cannot be interrupted,
+	// so an execution is abandoned at ctx's end and stop set, which
+	// makes its next function call or write fail.
+	ctx  context.Context
+	stop atomic.Bool
 }
 
 // errSlugify is returned by the slugify function: Argo CD computes it
 // with github.com/gosimple/slug, which truce does not carry.
 var errSlugify = errors.New("the slugify function is not evaluated by truce")
 
-func newEngine(goTemplate bool, options []string) (*engine, error) {
-	e := &engine{goTemplate: goTemplate}
+func newEngine(ctx context.Context, goTemplate bool, options []string) (*engine, error) {
+	e := &engine{goTemplate: goTemplate, ctx: ctx}
 	if !goTemplate {
 		return e, nil
 	}
@@ -52,8 +60,31 @@ func newEngine(goTemplate bool, options []string) (*engine, error) {
 		}
 	}
 	e.options = options
-	e.base = template.New("base").Funcs(funcMap())
+	e.base = template.New("base").Funcs(e.stoppable(funcMap()))
 	return e, nil
+}
+
+// errStopped fails the function calls and writes of an abandoned
+// execution.
+var errStopped = errors.New("template execution abandoned")
+
+// stoppable wraps each function to fail once the engine is stopped:
+// text/template turns the panic into an execution error.
+func (e *engine) stoppable(m template.FuncMap) template.FuncMap {
+	out := make(template.FuncMap, len(m))
+	for name, f := range m {
+		fv := reflect.ValueOf(f)
+		out[name] = reflect.MakeFunc(fv.Type(), func(args []reflect.Value) []reflect.Value {
+			if e.stop.Load() {
+				panic(errStopped)
+			}
+			if fv.Type().IsVariadic() {
+				return fv.CallSlice(args)
+			}
+			return fv.Call(args)
+		}).Interface()
+	}
+	return out
 }
 
 // funcMap is sprig's, less what Argo CD removes and plus what it adds
@@ -152,14 +183,29 @@ func (e *engine) replace(s string, params map[string]any) (string, error) {
 		if t, err = t.Parse(s); err != nil {
 			return "", fmt.Errorf("failed to parse template %s: %w", s, err)
 		}
-		out := &limitedBuffer{max: maxStringBytes}
-		if err := t.Execute(out, params); err != nil {
+		out := &limitedBuffer{max: maxStringBytes, stop: &e.stop}
+		done := make(chan error, 1)
+		go func() {
+			defer func() {
+				if r := recover(); r != nil {
+					done <- fmt.Errorf("panic: %v", r)
+				}
+			}()
+			done <- t.Execute(out, params)
+		}()
+		select {
+		case err := <-done:
 			if errors.Is(err, errSlugify) {
 				return "", &render.Unpredictable{Subject: "template " + s, Reason: errSlugify.Error()}
 			}
-			return "", fmt.Errorf("failed to execute go template %s: %w", s, err)
+			if err != nil {
+				return "", fmt.Errorf("failed to execute go template %s: %w", s, err)
+			}
+			return out.String(), nil
+		case <-e.ctx.Done():
+			e.stop.Store(true)
+			return "", fmt.Errorf("the template %s did not finish in time; it may loop forever: %w", s, e.ctx.Err())
 		}
-		return out.String(), nil
 	}
 	if !isTemplated.MatchString(s) {
 		return s, nil
@@ -178,13 +224,17 @@ func (e *engine) replace(s string, params map[string]any) (string, error) {
 	})
 }
 
-// limitedBuffer fails writes beyond max bytes.
+// limitedBuffer fails writes beyond max bytes, and once stop is set.
 type limitedBuffer struct {
 	bytes.Buffer
-	max int
+	max  int
+	stop *atomic.Bool
 }
 
 func (b *limitedBuffer) Write(p []byte) (int, error) {
+	if b.stop.Load() {
+		return 0, errStopped
+	}
 	if b.Len()+len(p) > b.max {
 		return 0, fmt.Errorf("the template writes more than %d bytes", b.max)
 	}

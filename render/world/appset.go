@@ -29,6 +29,9 @@ func (s *state) applicationSet(ctx context.Context, u *Unit, o manifest.Object) 
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", u.Source, err)
 	}
+	if len(apps) == 0 {
+		s.w.Notes = append(s.w.Notes, fmt.Sprintf("%s: ApplicationSet %s generates no Application", u.Source, u.Name))
+	}
 	out := make([]manifest.Object, len(apps))
 	for i, a := range apps {
 		out[i] = manifest.Object{Source: o.Source, Object: a}
