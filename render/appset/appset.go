@@ -1,7 +1,7 @@
 // Package appset expands an Argo CD ApplicationSet into the Applications
-// its applicationset-controller would create: the list and git
-// (directories, files) generators, fasttemplate or Go templates, the
-// generators' own templates and templatePatch. Generators that need Argo
+// its applicationset-controller would create: the list, git (directories,
+// files), matrix and merge generators, fasttemplate or Go templates, the
+// generators' own templates, selectors and templatePatch. Generators that need Argo
 // CD's cluster state or a service (clusters, scmProvider, pullRequest,
 // clusterDecisionResource, plugin) make the expansion Unpredictable.
 //
@@ -76,13 +76,13 @@ var unsupported = map[string]string{
 	"pullRequest":             "the pullRequest generator asks an SCM provider's API for pull requests",
 	"clusterDecisionResource": "the clusterDecisionResource generator reads a resource of the cluster",
 	"plugin":                  "the plugin generator asks a plugin service",
-	"matrix":                  "truce does not expand the matrix generator yet",
-	"merge":                   "truce does not expand the merge generator yet",
 }
 
 type expander struct {
 	*engine
 	opts Options
+	// strictEngine resolves generator values (see strict).
+	strictEngine *engine
 }
 
 // Expand returns the Applications the ApplicationSet set generates, in
@@ -114,10 +114,8 @@ func Expand(ctx context.Context, set *unstructured.Unstructured, opts Options) (
 		return nil, fmt.Errorf("reading the %s: %w", name, err)
 	}
 	for _, g := range sp.Generators {
-		for _, kind := range generatorKinds {
-			if g[kind] != nil && unsupported[kind] != "" {
-				return nil, &render.Unpredictable{Subject: name, Reason: unsupported[kind] + "; its Applications are not checked"}
-			}
+		if kind := unsupportedIn(g, 0); kind != "" {
+			return nil, &render.Unpredictable{Subject: name, Reason: unsupported[kind] + "; its Applications are not checked"}
 		}
 	}
 	tctx, cancel := context.WithTimeout(ctx, TemplateTimeout)
@@ -177,9 +175,46 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// generate runs one entry of spec.generators (generators.Transform and
-// the loop of template.GenerateApplications).
+// generate runs one entry of spec.generators: the loop of
+// template.GenerateApplications over what Transform returns.
 func (x *expander) generate(ctx context.Context, g map[string]any, sp spec) ([]*unstructured.Unstructured, error) {
+	results, err := x.transform(ctx, g, 0, nil)
+	if err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for _, r := range results {
+		tmpl, err := mergeTemplate(r.template, sp.Template)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range r.params {
+			app, err := x.application(tmpl, p, sp)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, app)
+			if len(out) > x.opts.MaxApplications {
+				return nil, fmt.Errorf("more than %d Applications generated", x.opts.MaxApplications)
+			}
+		}
+	}
+	return out, nil
+}
+
+// transformed is what one generator of an entry makes: its own template
+// and its parameter sets (generators.TransformResult).
+type transformed struct {
+	template map[string]any
+	params   []map[string]any
+}
+
+// transform mirrors generators.Transform: each generator set in the
+// entry g makes parameters (the generator first interpolated with
+// genParams when a matrix gives them), kept where the entry's selector
+// matches. depth is 0 for spec.generators, 1 for a matrix's or merge's
+// children, 2 below, where Argo CD's types have no matrix or merge.
+func (x *expander) transform(ctx context.Context, g map[string]any, depth int, genParams map[string]any) ([]transformed, error) {
 	var selector labels.Selector
 	if s, ok := g["selector"]; ok && s != nil {
 		var ls metav1.LabelSelector
@@ -193,52 +228,66 @@ func (x *expander) generate(ctx context.Context, g map[string]any, sp spec) ([]*
 		}
 		selector = sel
 	}
-	var out []*unstructured.Unstructured
+	var out []transformed
 	for _, kind := range generatorKinds {
-		if g[kind] == nil {
+		if g[kind] == nil || depth >= 2 && (kind == "matrix" || kind == "merge") {
 			continue
 		}
-		var own map[string]any
-		var params []map[string]any
+		spec := g[kind]
+		if len(genParams) != 0 {
+			got, err := x.interpolate(g, genParams)
+			if err != nil {
+				return nil, fmt.Errorf("failed to replace parameters in generator: %w", err)
+			}
+			spec = got[kind]
+		}
+		var r transformed
+		var err error
 		switch kind {
 		case "list":
 			var lg listGenerator
-			if err := remarshal(g[kind], &lg); err != nil {
+			if err := remarshal(spec, &lg); err != nil {
 				return nil, fmt.Errorf("list: %w", err)
 			}
-			p, err := x.listParams(lg)
-			if err != nil {
-				return nil, err
-			}
-			own, params = lg.Template, p
+			r.template = lg.Template
+			r.params, err = x.listParams(lg)
 		case "git":
 			var gg gitGenerator
-			if err := remarshal(g[kind], &gg); err != nil {
+			if err := remarshal(spec, &gg); err != nil {
 				return nil, fmt.Errorf("git: %w", err)
 			}
-			p, err := x.gitParams(ctx, gg)
-			if err != nil {
-				return nil, err
+			r.template = gg.Template
+			r.params, err = x.gitParams(ctx, gg)
+		case "matrix":
+			var mg matrixGenerator
+			if err := remarshal(spec, &mg); err != nil {
+				return nil, fmt.Errorf("matrix: %w", err)
 			}
-			own, params = gg.Template, p
+			r.template = mg.Template
+			r.params, err = x.matrixParams(ctx, mg, depth)
+		case "merge":
+			var mg mergeGenerator
+			if err := remarshal(spec, &mg); err != nil {
+				return nil, fmt.Errorf("merge: %w", err)
+			}
+			r.template = mg.Template
+			r.params, err = x.mergeParams(ctx, mg, depth)
+		default:
+			return nil, &render.Unpredictable{Subject: kind + " generator", Reason: unsupported[kind]}
 		}
-		tmpl, err := mergeTemplate(own, sp.Template)
 		if err != nil {
 			return nil, err
 		}
-		for _, p := range params {
-			if selector != nil && !selector.Matches(labels.Set(flatStrings(p))) {
-				continue
+		if selector != nil {
+			kept := r.params[:0]
+			for _, p := range r.params {
+				if selector.Matches(labels.Set(flatStrings(p))) {
+					kept = append(kept, p)
+				}
 			}
-			app, err := x.application(tmpl, p, sp)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, app)
-			if len(out) > x.opts.MaxApplications {
-				return nil, fmt.Errorf("more than %d Applications generated", x.opts.MaxApplications)
-			}
+			r.params = kept
 		}
+		out = append(out, r)
 	}
 	return out, nil
 }

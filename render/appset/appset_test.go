@@ -137,7 +137,13 @@ func TestExpand(t *testing.T) {
 		{name: "bounded", max: 2, spec: "  generators:\n  - list: {elements: [{name: a}, {name: b}, {name: c}]}\n" + template, err: "more than 2 Applications"},
 		{name: "clusters", spec: "  generators:\n  - list: {elements: [{name: a}]}\n  - clusters: {}\n" + template, unpredictable: true,
 			err: "ApplicationSet argocd/set: the clusters generator needs Argo CD's cluster secrets; its Applications are not checked"},
-		{name: "matrix", spec: "  generators:\n  - matrix: {generators: [{list: {elements: []}}, {clusters: {}}]}\n" + template, unpredictable: true, err: "matrix"},
+		{name: "clusters in a matrix", spec: "  generators:\n  - matrix: {generators: [{list: {elements: []}}, {clusters: {}}]}\n" + template, unpredictable: true,
+			err: "ApplicationSet argocd/set: the clusters generator needs Argo CD's cluster secrets"},
+		{name: "matrix", spec: `  generators:
+  - matrix:
+      generators: [{list: {elements: [{env: dev}]}}, {git: {repoURL: 'https://git.example.com/x.git', directories: [{path: 'apps/*'}]}}]
+      template: {metadata: {name: '{{env}}-{{path.basename}}'}}
+` + template, want: [][]string{{"metadata.name=dev-guestbook", "spec.source.path=apps/{{name}}"}, {"metadata.name=dev-web_ui"}}},
 		{name: "other repository", spec: "  generators:\n  - git: {repoURL: 'https://other.example.com/y.git', directories: [{path: '*'}]}\n" + template, unpredictable: true, err: "other.example.com"},
 		{name: "slugify", spec: "  goTemplate: true\n  generators:\n  - list: {elements: [{name: a}]}\n" + strings.ReplaceAll(template, "{{name}}", "{{slugify .name}}"), unpredictable: true, err: "slugify"},
 	} {

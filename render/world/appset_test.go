@@ -27,6 +27,10 @@ func TestArgoCDApplicationSetExamples(t *testing.T) {
 		apps map[string]string
 		// paths are the generated Applications' spec.source.path.
 		paths map[string]string
+		// problem is part of the ApplicationSet's own problem, when it
+		// generates nothing.
+		problem       string
+		unpredictable bool
 	}
 	guestbooks := want{
 		apps: map[string]string{"engineering-dev-guestbook": "Deployment/guestbook-ui", "engineering-prod-guestbook": "Deployment/guestbook-ui"},
@@ -43,6 +47,28 @@ func TestArgoCDApplicationSetExamples(t *testing.T) {
 		},
 	}
 	files := "applicationset/examples/git-generator-files-discovery/apps/guestbook"
+	matrix := want{
+		apps: map[string]string{
+			"argo-workflows-engineering-dev": "Deployment/workflow-controller", "argo-workflows-engineering-prod": "Deployment/workflow-controller",
+			"prometheus-operator-engineering-dev": "", "prometheus-operator-engineering-prod": "",
+		},
+		paths: map[string]string{
+			"argo-workflows-engineering-dev":       "applicationset/examples/matrix/cluster-addons/argo-workflows",
+			"argo-workflows-engineering-prod":      "applicationset/examples/matrix/cluster-addons/argo-workflows",
+			"prometheus-operator-engineering-dev":  "applicationset/examples/matrix/cluster-addons/prometheus-operator",
+			"prometheus-operator-engineering-prod": "applicationset/examples/matrix/cluster-addons/prometheus-operator",
+		},
+	}
+	// The merge of two lists (engineering-dev, engineering-prod) times
+	// the matrix of two lists: 8 Applications, values merged deeply.
+	union := map[string]string{}
+	for _, p := range []string{"first", "second"} {
+		for _, c := range []string{"engineering-dev", "engineering-prod"} {
+			for _, n := range []string{"1", "2"} {
+				union[p+"-"+c+"-"+n] = "Deployment/guestbook-ui"
+			}
+		}
+	}
 	for _, tc := range []struct {
 		file string
 		want want
@@ -76,6 +102,14 @@ func TestArgoCDApplicationSetExamples(t *testing.T) {
 			apps:  map[string]string{"engineering-dev-guestbook": "Deployment/kustomize-guestbook-ui", "engineering-prod-guestbook": "Deployment/kustomize-guestbook-ui"},
 			paths: map[string]string{"engineering-dev-guestbook": files, "engineering-prod-guestbook": files},
 		}},
+		{"matrix/list-and-git.yaml", matrix},
+		{"matrix/list-and-git-fasttemplate.yaml", matrix},
+		{"matrix/matrix-and-union-in-matrix.yaml", want{apps: union}},
+		// The example's template reads .path.path, which neither list
+		// gives: missingkey=error stops Argo CD as it stops truce.
+		{"matrix/list-and-list.yaml", want{problem: `map has no entry for key "path"`}},
+		{"matrix/cluster-and-git.yaml", want{problem: "the clusters generator needs Argo CD's cluster secrets", unpredictable: true}},
+		{"merge/merge-two-matrixes.yaml", want{problem: "the clusters generator needs Argo CD's cluster secrets", unpredictable: true}},
 		{"git-generator-files-discovery/excludes/git-files-exclude-example.yaml", want{
 			apps:  map[string]string{"engineering-prod-guestbook": "Deployment/kustomize-guestbook-ui"},
 			paths: map[string]string{"engineering-prod-guestbook": files},
@@ -98,8 +132,16 @@ func TestArgoCDApplicationSetExamples(t *testing.T) {
 					apps[u.Name] = u
 				}
 			}
-			if set == nil || set.Problem != nil {
-				t.Fatalf("ApplicationSet: %+v", set)
+			if set == nil {
+				t.Fatalf("no ApplicationSet; units %v", keys(units(w)))
+			}
+			if tc.want.problem != "" {
+				_, up := render.AsUnpredictable(set.Problem)
+				if set.Problem == nil || !strings.Contains(set.Problem.Error(), tc.want.problem) || up != tc.want.unpredictable {
+					t.Errorf("ApplicationSet: %v, want %q (Unpredictable: %v)", set.Problem, tc.want.problem, tc.want.unpredictable)
+				}
+			} else if set.Problem != nil {
+				t.Fatalf("ApplicationSet: %v", set.Problem)
 			}
 			var names, wantNames []string
 			for n := range apps {
@@ -123,7 +165,7 @@ func TestArgoCDApplicationSetExamples(t *testing.T) {
 				}
 				obj := generated(w, set.Unit, name).Object
 				path, _, _ := unstructured.NestedString(obj.Object, "spec", "source", "path")
-				if path != tc.want.paths[name] {
+				if tc.want.paths != nil && path != tc.want.paths[name] {
 					t.Errorf("%s: path %q, want %q", name, path, tc.want.paths[name])
 				}
 				if f := obj.GetFinalizers(); len(f) != 1 || f[0] != "resources-finalizer.argocd.argoproj.io" {
