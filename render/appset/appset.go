@@ -40,6 +40,9 @@ type Options struct {
 	// MaxFileBytes bounds each file a git files generator reads; 0 is
 	// 1 MiB.
 	MaxFileBytes int64
+	// MaxTotalBytes bounds what all git files generators of one
+	// expansion read; 0 is 64 MiB.
+	MaxTotalBytes int64
 }
 
 // TemplateTimeout bounds the template executions of one expansion: Go
@@ -83,6 +86,8 @@ type expander struct {
 	opts Options
 	// strictEngine resolves generator values (see strict).
 	strictEngine *engine
+	// read counts the bytes git files generators read.
+	read int64
 }
 
 // Expand returns the Applications the ApplicationSet set generates, in
@@ -100,6 +105,9 @@ func Expand(ctx context.Context, set *unstructured.Unstructured, opts Options) (
 	}
 	if opts.MaxFileBytes <= 0 {
 		opts.MaxFileBytes = 1 << 20
+	}
+	if opts.MaxTotalBytes <= 0 {
+		opts.MaxTotalBytes = 64 << 20
 	}
 	name := "ApplicationSet " + set.GetName()
 	if set.GetNamespace() != "" {

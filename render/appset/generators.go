@@ -222,7 +222,7 @@ func (x *expander) fileParams(g gitGenerator, dir string) ([]map[string]any, err
 	sort.Strings(names)
 	var out []map[string]any
 	for _, f := range names {
-		content, err := x.readFile(filepath.Join(dir, filepath.FromSlash(f)))
+		content, err := x.readFile(dir, f)
 		if err != nil {
 			return nil, fmt.Errorf("git generator: %w", err)
 		}
@@ -238,15 +238,32 @@ func (x *expander) fileParams(g gitGenerator, dir string) ([]map[string]any, err
 	return out, nil
 }
 
-func (x *expander) readFile(name string) ([]byte, error) {
-	info, err := os.Stat(name)
+// readFile reads the file rel of the repository at dir, refusing a
+// symbolic link that leaves it and keeping the size bounds.
+func (x *expander) readFile(dir, rel string) ([]byte, error) {
+	name := filepath.Join(dir, filepath.FromSlash(rel))
+	real, err := filepath.EvalSymlinks(name)
+	if err != nil {
+		return nil, err
+	}
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, err
+	}
+	if r, err := filepath.Rel(root, real); err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+		return nil, fmt.Errorf("%s links outside the repository", rel)
+	}
+	info, err := os.Stat(real)
 	if err != nil {
 		return nil, err
 	}
 	if info.Size() > x.opts.MaxFileBytes {
-		return nil, fmt.Errorf("%s is %d bytes, more than the limit of %d", name, info.Size(), x.opts.MaxFileBytes)
+		return nil, fmt.Errorf("%s is %d bytes, more than the limit of %d", rel, info.Size(), x.opts.MaxFileBytes)
 	}
-	return os.ReadFile(name)
+	if x.read += info.Size(); x.read > x.opts.MaxTotalBytes {
+		return nil, fmt.Errorf("the git files generators read more than %d bytes", x.opts.MaxTotalBytes)
+	}
+	return os.ReadFile(real)
 }
 
 // files lists the files of the repository at dir (.git left out),

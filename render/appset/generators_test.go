@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -15,7 +16,7 @@ func newExpander(t *testing.T, goTemplate bool) *expander {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &expander{engine: e, opts: Options{MaxApplications: 100, MaxEntries: 1000, MaxFileBytes: 1 << 20}}
+	return &expander{engine: e, opts: Options{MaxApplications: 100, MaxEntries: 1000, MaxFileBytes: 1 << 20, MaxTotalBytes: 1 << 20}}
 }
 
 // Rows of Argo CD's Test_generateParamsFromGitFile.
@@ -242,4 +243,61 @@ func TestFlatten(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
+}
+
+// A files generator reads no file through a link leaving the
+// repository, and keeps its byte bounds.
+func TestReadFile(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "secret.yaml")
+	if err := os.WriteFile(outside, []byte("a: b\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(dir, "config.yaml")); err != nil {
+		t.Skip(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "big.yaml"), make([]byte, 100), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	x := newExpander(t, false)
+	if _, err := x.readFile(dir, "config.yaml"); err == nil || !strings.Contains(err.Error(), "outside the repository") {
+		t.Errorf("link: %v", err)
+	}
+	x.opts.MaxFileBytes = 50
+	if _, err := x.readFile(dir, "big.yaml"); err == nil {
+		t.Error("the file bound is not kept")
+	}
+	x.opts.MaxFileBytes, x.opts.MaxTotalBytes = 1000, 150
+	if _, err := x.readFile(dir, "big.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.readFile(dir, "big.yaml"); err == nil {
+		t.Error("the total bound is not kept")
+	}
+}
+
+// Any file content makes parameters or an error, never a panic; with
+// fasttemplate every parameter is a string.
+func FuzzParamsFromFile(f *testing.F) {
+	for _, s := range []string{"", "a: b", "- a: 1\n- b: [x, {c: d}]", "{\"a\": {\"b\": null}}", "- x", "a: &x [*x]", "values: {k: v}"} {
+		f.Add([]byte(s), false, "")
+		f.Add([]byte(s), true, "prefix")
+	}
+	f.Fuzz(func(t *testing.T, content []byte, goTemplate bool, prefix string) {
+		x := newExpander(t, goTemplate)
+		got, err := x.paramsFromFile("a/b/c.yaml", content, gitGenerator{PathParamPrefix: prefix, Values: map[string]string{"v": "{{path}}"}})
+		if err != nil {
+			return
+		}
+		for _, p := range got {
+			if goTemplate {
+				continue
+			}
+			for k, v := range p {
+				if _, ok := v.(string); !ok {
+					t.Fatalf("%s is %T", k, v)
+				}
+			}
+		}
+	})
 }

@@ -25,6 +25,7 @@ func (s *state) applicationSet(ctx context.Context, u *Unit, o manifest.Object) 
 		// stop the whole world instead of this ApplicationSet.
 		MaxApplications: maxUnits,
 		MaxFileBytes:    s.opts.Render.Manifest.MaxFileBytes,
+		MaxTotalBytes:   s.opts.Render.Manifest.MaxTotalBytes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", u.Source, err)
