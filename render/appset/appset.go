@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -162,7 +163,7 @@ func validate(name string, apps []*unstructured.Unstructured) error {
 		if a.GetName() == "" {
 			return fmt.Errorf("%s generates an Application with no name; Argo CD creates none with it (a name must be set in the template's metadata.name or by templatePatch)", name)
 		}
-		if seen[a.GetName()] && !contains(dup, a.GetName()) {
+		if seen[a.GetName()] && !slices.Contains(dup, a.GetName()) {
 			dup = append(dup, a.GetName())
 		}
 		seen[a.GetName()] = true
@@ -172,15 +173,6 @@ func validate(name string, apps []*unstructured.Unstructured) error {
 		return fmt.Errorf("%s generates Applications with duplicate names (%s); Argo CD reports the ApplicationSet in error", name, strings.Join(dup, ", "))
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // generate runs one entry of spec.generators: the loop of
@@ -400,21 +392,21 @@ func deepCopy(m map[string]any) map[string]any {
 	if m == nil {
 		return nil
 	}
-	return runtimeDeepCopy(m).(map[string]any)
+	return copyJSON(m).(map[string]any)
 }
 
-func runtimeDeepCopy(v any) any {
+func copyJSON(v any) any {
 	switch v := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		for k, x := range v {
-			out[k] = runtimeDeepCopy(x)
+			out[k] = copyJSON(x)
 		}
 		return out
 	case []any:
 		out := make([]any, len(v))
 		for i, x := range v {
-			out[i] = runtimeDeepCopy(x)
+			out[i] = copyJSON(x)
 		}
 		return out
 	}
