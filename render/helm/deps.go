@@ -205,6 +205,10 @@ func mirrorChart(dst, root, chartDir string) (string, error) {
 				return "", err
 			}
 			cur, dst = filepath.Join(cur, part), filepath.Join(dst, part)
+			// The next level's siblings are linked inside it.
+			if err := os.MkdirAll(dst, 0o755); err != nil {
+				return "", err
+			}
 		}
 	}
 	budget := archive.MaxDecompressedChartSize

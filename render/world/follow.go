@@ -118,7 +118,7 @@ func (s *state) render(ctx context.Context, u *Unit, o manifest.Object) ([]manif
 	case KindHelmRelease:
 		return s.helmRelease(ctx, u, o.Object)
 	case KindApplicationSet:
-		return nil, unpredictable("ApplicationSet "+u.Name, "truce does not expand ApplicationSet generators yet; the Applications it generates are not checked")
+		return s.applicationSet(ctx, u, o)
 	}
 	return nil, fmt.Errorf("unknown unit kind %s", u.Kind)
 }

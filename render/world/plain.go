@@ -67,7 +67,7 @@ func (s *state) local(path string) bool {
 // an Application of this repository, of a chart, or of another
 // repository whose path is not beside it; a Kustomization of a
 // GitRepository in the repository (or the bootstrap one) or of an
-// ExternalArtifact; a HelmRelease. Without one, the repository is a
+// ExternalArtifact; a HelmRelease; an ApplicationSet. Without one, the repository is a
 // hand-made layout and read as it always was.
 func (s *state) followable(objs []manifest.Object) bool {
 	s.w.Objects = objs
@@ -78,7 +78,7 @@ func (s *state) followable(objs []manifest.Object) bool {
 			continue
 		}
 		switch u.Kind {
-		case KindHelmRelease:
+		case KindHelmRelease, KindApplicationSet:
 			return true
 		case KindApplication:
 			var app argoApplication

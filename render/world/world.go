@@ -36,8 +36,8 @@ const (
 	KindApplication   = "Application"
 	KindKustomization = "Kustomization"
 	KindHelmRelease   = "HelmRelease"
-	// KindApplicationSet is followed only to say that its Applications
-	// are not checked.
+	// KindApplicationSet is expanded into the Applications its
+	// generators make (render/appset), each a unit of its own.
 	KindApplicationSet = "ApplicationSet"
 )
 
