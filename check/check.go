@@ -283,27 +283,11 @@ func (r *Repository) NewCluster(ctx context.Context, opts admission.Options) (*m
 // Simulate runs one setup on a fresh cluster, for desired (the setup's
 // own manifests, or a subset of them).
 func (r *Repository) Simulate(ctx context.Context, s *simulate.Setup, desired []simulate.Desired, opts Options) (*simulate.Result, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	c, err := r.NewCluster(ctx, opts.Admission)
+	res, err := r.SimulateWorld(ctx, []*simulate.Setup{s}, [][]simulate.Desired{desired}, opts)
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
-	writers, err := r.Writers()
-	if err != nil {
-		return nil, err
-	}
-	tool, err := s.Build(desired, simulate.Kinds(writers))
-	if err != nil {
-		return nil, err
-	}
-	res, err := simulate.Run(ctx, c, tool, writers, desired, opts.Simulation)
-	if err != nil {
-		return nil, err
-	}
-	res.Unit = s.Unit
-	return res, nil
+	return res[0], nil
 }
 
 // Together reports whether the repository was read through its entry

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/truce-dev/truce/drift/ignore"
 	"github.com/truce-dev/truce/manifest"
 )
 
@@ -150,32 +151,14 @@ func probedField(p Problem, objs []manifest.Object, ptr string, restore func(str
 	return "", false
 }
 
-// valueAt is the value at a JSON pointer.
+// valueAt is the value at a JSON pointer ("" and malformed pointers
+// have none here).
 func valueAt(obj map[string]any, ptr string) (any, bool) {
-	if ptr == "" || ptr[0] != '/' {
+	toks, err := ignore.ParsePointer(ptr)
+	if err != nil || ptr == "" {
 		return nil, false
 	}
-	var cur any = obj
-	for _, tok := range strings.Split(ptr[1:], "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		switch c := cur.(type) {
-		case map[string]any:
-			v, ok := c[tok]
-			if !ok {
-				return nil, false
-			}
-			cur = v
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(c) {
-				return nil, false
-			}
-			cur = c[i]
-		default:
-			return nil, false
-		}
-	}
-	return cur, true
+	return ignore.ValueAt(obj, toks)
 }
 
 // copyMap copies the maps of a values tree; lists and scalars are shared,
