@@ -88,12 +88,12 @@ func kindOf(c *manifest.GitCommit) sourceKind {
 func (r Render) render(ctx context.Context, c *manifest.GitCommit, kind sourceKind, mopts manifest.Options) ([]manifest.Object, string, error) {
 	tmp, err := os.MkdirTemp("", "truce-sync-")
 	if err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("checking out %s to render it: %w", c.Label(), err)
 	}
 	defer os.RemoveAll(tmp)
 	// Renderers resolve symlinks; the labels must match what they report.
 	if tmp, err = filepath.EvalSymlinks(tmp); err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("checking out %s to render it: %w", c.Label(), err)
 	}
 	if err := c.Checkout(ctx, tmp, mopts); err != nil {
 		return nil, "", err
