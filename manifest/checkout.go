@@ -19,18 +19,21 @@ import (
 // nothing in dir leads outside it. opts bounds the bytes written
 // (MaxTotalBytes) and each file (MaxFileBytes).
 func CheckoutGit(ctx context.Context, src GitSource, dir string, opts Options) (*GitRevision, error) {
+	c, err := OpenGit(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	rev := c.Revision()
+	return &rev, c.Checkout(ctx, dir, opts)
+}
+
+// Checkout writes the commit's whole tree into dir, as CheckoutGit does.
+func (c *GitCommit) Checkout(ctx context.Context, dir string, opts Options) error {
 	opts = opts.withDefaults()
-	repo, _, _, err := openRepository(ctx, src)
+	src, rev := c.src, c.rev
+	tree, err := c.commit.Tree()
 	if err != nil {
-		return nil, err
-	}
-	commit, rev, err := resolveRef(repo, src)
-	if err != nil {
-		return nil, err
-	}
-	tree, err := commit.Tree()
-	if err != nil {
-		return rev, newError(Source{File: src.URL}, err, fmt.Sprintf("cannot read the tree of commit %s: %v", rev.Commit, err))
+		return newError(Source{File: src.URL}, err, fmt.Sprintf("cannot read the tree of commit %s: %v", rev.Commit, err))
 	}
 	var total int64
 	err = tree.Files().ForEach(func(f *object.File) error {
@@ -69,7 +72,7 @@ func CheckoutGit(ctx context.Context, src GitSource, dir string, opts Options) (
 		return out.Close()
 	})
 	if err != nil {
-		return rev, fmt.Errorf("checking out %s at %s: %w", src.URL, rev.Commit, err)
+		return fmt.Errorf("checking out %s at %s: %w", src.URL, rev.Commit, err)
 	}
-	return rev, nil
+	return nil
 }

@@ -117,29 +117,13 @@ func LoadGit(ctx context.Context, src GitSource, opts Options) ([]Object, *GitRe
 		objs, err := l.result()
 		return objs, nil, err
 	}
-	repo, name, prefix, err := openRepository(ctx, src)
+	c, err := OpenGit(ctx, src)
 	if err != nil {
 		return nil, nil, err
 	}
-	commit, rev, err := resolveRef(repo, src)
-	if err != nil {
-		return nil, nil, err
-	}
-	root, err := commit.Tree()
-	if err != nil {
-		return nil, rev, newError(Source{File: src.URL}, err, fmt.Sprintf("cannot read the tree of commit %s: %v", rev.Commit, err))
-	}
-	label := name + "@" + rev.ShortCommit()
-	t := &tree{
-		fsys: &gitFS{root: root, modTime: commit.Committer.When},
-		// Not "/": kustomize would clamp ../ at the top to the root
-		// instead of failing, so the tree sits one level down.
-		vroot:   "/" + label,
-		display: func(rel string) string { return label + ":" + rel },
-		key:     func(rel string) string { return rel },
-	}
-	objs, err := l.loadGitPath(ctx, t, src, rev, path.Join(prefix, src.Path))
-	return objs, rev, err
+	rev := c.Revision()
+	objs, err := c.Load(ctx, opts)
+	return objs, &rev, err
 }
 
 func (l *loader) loadGitPath(ctx context.Context, t *tree, src GitSource, rev *GitRevision, p string) ([]Object, error) {

@@ -151,7 +151,7 @@ func (r *Reconciler) reconcile(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the state of sync %s/%s: %w", r.opts.Namespace, r.opts.Name, err)
 	}
-	objs, err := r.prepare(snap.Objects)
+	objs, err := r.prepare(snap.Objects, snap.Namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -351,7 +351,10 @@ func servesImmediately(c cluster.Cluster) bool {
 
 // prepare checks the snapshot (one object per name, kinds the cluster
 // knows) and stamps each object with its tracking id.
-func (r *Reconciler) prepare(objs []manifest.Object) ([]*desired, error) {
+func (r *Reconciler) prepare(objs []manifest.Object, defaultNamespace string) ([]*desired, error) {
+	if defaultNamespace == "" {
+		defaultNamespace = "default"
+	}
 	out := make([]*desired, 0, len(objs))
 	seen := map[cluster.Ref]string{}
 	var errs []error
@@ -361,9 +364,10 @@ func (r *Reconciler) prepare(objs []manifest.Object) ([]*desired, error) {
 		ref := cluster.RefOf(obj)
 		if ref.Namespace == "" && namespaced(ref.GroupVersionKind) {
 			// A namespaced object without a namespace goes to "default",
-			// as kubectl and Flux (without targetNamespace) do.
-			obj.SetNamespace("default")
-			ref.Namespace = "default"
+			// as kubectl and Flux (without targetNamespace) do; a chart's
+			// to the release's namespace, as Helm does.
+			obj.SetNamespace(defaultNamespace)
+			ref.Namespace = defaultNamespace
 		}
 		key := ref
 		key.Version = ""

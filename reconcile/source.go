@@ -19,6 +19,10 @@ type Snapshot struct {
 	// Revision identifies the content, e.g. "main@sha1:<commit>".
 	Revision string
 	Objects  []manifest.Object
+	// Namespace is where namespaced objects that name none go; empty is
+	// "default". A Helm chart's objects go to the release's namespace, as
+	// Helm installs them.
+	Namespace string
 }
 
 // Source yields the desired objects.
@@ -29,26 +33,34 @@ type Source interface {
 }
 
 // GitSource reads a Git repository (a local path or a URL; a branch, tag
-// or commit; a sub-path), rendered as plain YAML or kustomize.
+// or commit; a sub-path). The path is read as Argo CD's repo-server reads
+// a source whose type it detects: a directory with a Chart.yaml is a Helm
+// chart rendered as helm template renders it, a directory holding .jsonnet
+// files is evaluated with render/jsonnet (both as Render says, from a
+// checkout of the commit), anything else is plain YAML or a kustomization
+// (manifest.LoadGit). HelmRelease and Application objects are objects
+// like any other: their controllers render them.
 //
 // It remembers the last revision it loaded: when the ref still names the
 // same commit — one ls-remote for a URL, asking the refs for a local
 // repository — Fetch returns those objects again instead of cloning and
 // rendering anew, as Flux's source-controller skips a revision it already
-// has. A commit SHA that no branch or tag leads to is not resolved; the
+// has: a chart is rendered once per revision. A commit SHA that no branch or tag leads to is not resolved; the
 // objects of that commit are reused as they are. Use one GitSource, by
 // pointer, for the life of a sync; a change of Git loads anew, Options
 // are not compared.
 type GitSource struct {
 	Git     manifest.GitSource
 	Options manifest.Options
+	// Render renders a Helm chart or a Jsonnet directory.
+	Render Render
 	// Auth, when set, gives the credentials before every fetch, in place
 	// of Git.Auth, so that a secret rotated on disk is used without a
 	// restart.
 	Auth func() (transport.AuthMethod, error)
 
-	// load is manifest.LoadGit when nil; tests count the loads.
-	load func(context.Context, manifest.GitSource, manifest.Options) ([]manifest.Object, *manifest.GitRevision, error)
+	// load is read when nil; tests count the loads.
+	load func(context.Context, manifest.GitSource) (*gitSnapshot, error)
 
 	mu   sync.Mutex
 	last *gitSnapshot // nil until a load succeeded
@@ -56,9 +68,10 @@ type GitSource struct {
 
 // gitSnapshot is what a GitSource loaded last, kept from its callers.
 type gitSnapshot struct {
-	source string // Git.String() when loaded: the revision leaves out the path
-	rev    manifest.GitRevision
-	objs   []manifest.Object
+	source    string // Git.String() when loaded: the revision leaves out the path
+	rev       manifest.GitRevision
+	objs      []manifest.Object
+	namespace string // Snapshot.Namespace
 }
 
 // Fetch implements Source. The objects are the caller's to change: those
@@ -81,21 +94,43 @@ func (s *GitSource) Fetch(ctx context.Context) (*Snapshot, error) {
 			return nil, fmt.Errorf("reading %s: %w", s.Git, err)
 		}
 		if same {
-			return &Snapshot{Revision: last.rev.String(), Objects: copyObjects(last.objs)}, nil
+			return &Snapshot{Revision: last.rev.String(), Objects: copyObjects(last.objs), Namespace: last.namespace}, nil
 		}
 	}
 	load := s.load
 	if load == nil {
-		load = manifest.LoadGit
+		load = s.read
 	}
-	objs, rev, err := load(ctx, src, s.Options)
+	got, err := load(ctx, src)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", s.Git, err)
 	}
+	got.source = s.Git.String()
+	objs := got.objs
+	got.objs = copyObjects(objs)
 	s.mu.Lock()
-	s.last = &gitSnapshot{source: s.Git.String(), rev: *rev, objs: copyObjects(objs)}
+	s.last = got
 	s.mu.Unlock()
-	return &Snapshot{Revision: rev.String(), Objects: objs}, nil
+	return &Snapshot{Revision: got.rev.String(), Objects: objs, Namespace: got.namespace}, nil
+}
+
+// read opens the commit src names once and reads its path: rendered
+// (Render) or loaded (manifest.LoadGit).
+func (s *GitSource) read(ctx context.Context, src manifest.GitSource) (*gitSnapshot, error) {
+	c, err := manifest.OpenGit(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	out := &gitSnapshot{rev: c.Revision()}
+	if kind := kindOf(c); kind != kindManifests {
+		out.objs, out.namespace, err = s.Render.render(ctx, c, kind, s.Options)
+	} else {
+		out.objs, err = c.Load(ctx, s.Options)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // unchangedGit reports whether src still names the revision last.
@@ -146,6 +181,10 @@ func (s PathSource) String() string { return fmt.Sprint(s.Paths) }
 type StaticSource struct {
 	Revision string
 	Objects  []manifest.Object
+	// Namespace is where namespaced objects that name none go; empty is
+	// "default". A Helm chart's objects go to the release's namespace, as
+	// Helm installs them.
+	Namespace string
 }
 
 // Fetch implements Source.

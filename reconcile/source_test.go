@@ -78,9 +78,9 @@ func (f *fleet) url() string {
 // countLoads makes s count its loads.
 func countLoads(s *GitSource) *int {
 	n := new(int)
-	s.load = func(ctx context.Context, src manifest.GitSource, opts manifest.Options) ([]manifest.Object, *manifest.GitRevision, error) {
+	s.load = func(ctx context.Context, src manifest.GitSource) (*gitSnapshot, error) {
 		*n++
-		return manifest.LoadGit(ctx, src, opts)
+		return s.read(ctx, src)
 	}
 	return n
 }

@@ -59,6 +59,15 @@ SOURCE is a Git URL (https://, ssh://, git@host:path, file://, http://) with an
 optional //sub/path and ?ref=branch-tag-or-commit, or the path of a local
 repository (its commits are read, not the work tree).
 
+The path is read as Argo CD detects a source's type: a directory with a
+Chart.yaml is a Helm chart, rendered as helm template renders it (--helm-*;
+dependencies from charts/ or pulled into --cache-dir, which needs the network);
+a directory with .jsonnet files is read as an Argo CD directory source, its
+Jsonnet evaluated (--jsonnet-*); anything else is plain YAML or a kustomization.
+HelmRelease and Application objects are applied as they are: helm-controller or
+Argo CD renders them. A source that fails to render fails the pass: nothing is
+applied or pruned.
+
 A private repository's credentials come from --git-secret DIR, a directory laid
 out like a Flux GitRepository's secret mounted as a volume: for https:// URLs
 the files username and password (HTTP basic authentication; a token goes in
@@ -93,6 +102,9 @@ contested, 2 error.`,
 
   # The controller, as deploy/sync runs it
   truce sync https://github.com/org/fleet//apps/shop --in-cluster --interval 1m --prune --name shop
+
+  # A Helm chart with a values file and a value set
+  truce sync ./fleet//charts/shop --once --helm-values values-prod.yaml --helm-set image.tag=1.4.2
 
   # A private repository over SSH, with a Flux Git secret mounted at /etc/git
   truce sync 'ssh://git@github.com/org/fleet//apps/shop?ref=main' --git-secret /etc/git --in-cluster --prune --name shop`,
@@ -141,6 +153,15 @@ contested, 2 error.`,
 	f.DurationVar(&o.ShutdownGrace, "shutdown-grace", def.ShutdownGrace, "on SIGTERM, how long the pass in progress may take to finish before it is cancelled")
 	f.StringVar(&o.GitSecret, "git-secret", "", "a directory holding SOURCE's credentials as a mounted Flux Git secret: username and password, or bearerToken (https://); identity, known_hosts and password, the key's passphrase (SSH); read before every pass")
 	f.BoolVar(&o.GitInsecureHTTP, "git-insecure-http", false, "send --git-secret's credentials to a plain http:// SOURCE, in clear text")
+	r := &o.Render
+	f.StringVar(&r.HelmReleaseName, "helm-release-name", "", "a Helm chart's release name (default: --name)")
+	f.StringVar(&r.HelmNamespace, "helm-namespace", "", "a Helm chart's release namespace, where its objects without a namespace go (default: --namespace)")
+	f.StringArrayVar(&r.HelmValues, "helm-values", nil, "a values file of the Helm chart, relative to the chart directory (/-prefixed: to the repository's top), as Argo CD's valueFiles (repeatable)")
+	f.StringArrayVar(&r.HelmSet, "helm-set", nil, "key=value for the Helm chart, as helm --set; the value is one string, as an Argo CD parameter (repeatable)")
+	f.StringArrayVar(&r.JsonnetExtVars, "jsonnet-ext-var", nil, "name=value, a string external variable (std.extVar) for the Jsonnet files (repeatable)")
+	f.StringArrayVar(&r.JsonnetTLAs, "jsonnet-tla", nil, "name=value, a string top-level argument for the Jsonnet files (repeatable)")
+	f.StringArrayVar(&r.JsonnetLibs, "jsonnet-lib", nil, "a Jsonnet library directory, from the repository's top (repeatable)")
+	f.StringVar(&r.CacheDir, "cache-dir", "", "where pulled Helm chart dependencies are kept (default: truce under the user's cache directory)")
 	return cmd
 }
 

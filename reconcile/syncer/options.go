@@ -88,6 +88,9 @@ type Options struct {
 	GitSecret       string
 	GitInsecureHTTP bool
 
+	// Render says how a Helm chart or a Jsonnet directory is rendered.
+	Render RenderOptions
+
 	// Log receives the logs (stderr): JSON for the controller, warnings
 	// as text for one pass. nil discards them.
 	Log io.Writer
@@ -148,6 +151,9 @@ func (o *Options) Validate() error {
 	}
 	if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
 		return fmt.Errorf("--namespace %q: %s", o.Namespace, strings.Join(errs, "; "))
+	}
+	if _, err := o.Render.render(o.Name, o.Namespace); err != nil {
+		return err
 	}
 	if o.Prune && o.Status == StatusNone {
 		return errors.New("--prune needs --status gitsync: with --status none nothing remembers what truce applied, so nothing could be pruned safely")

@@ -167,7 +167,11 @@ func (o Options) open(ctx context.Context) (*Sync, error) {
 		s.metrics = m
 		with = append(with, reconcile.WithMetrics(m.passes))
 	}
-	git := &reconcile.GitSource{Git: src, Options: manifest.DefaultOptions(), Auth: gitAuth}
+	rnd, err := o.Render.render(o.Name, o.Namespace)
+	if err != nil {
+		return s, err
+	}
+	git := &reconcile.GitSource{Git: src, Options: manifest.DefaultOptions(), Auth: gitAuth, Render: rnd}
 	if s.reconciler, err = reconcile.New(c, git, store, opts, with...); err != nil {
 		return s, err
 	}

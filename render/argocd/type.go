@@ -2,6 +2,7 @@ package argocd
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -40,8 +41,14 @@ func SourceType(dir string) (Type, error) {
 	if err != nil {
 		return "", fmt.Errorf("detecting the Argo CD source type of %s: %w", dir, err)
 	}
+	return TypeOf(entries), nil
+}
+
+// TypeOf is SourceType for the entries of a directory read elsewhere,
+// such as a Git tree (truce sync reads a commit without checking it out).
+func TypeOf(entries []fs.DirEntry) Type {
 	t := TypeDirectory
-	for _, e := range entries { // os.ReadDir sorts by name, as filepath.Walk does
+	for _, e := range entries { // sorted by name, as filepath.Walk does
 		if e.IsDir() {
 			continue
 		}
@@ -52,7 +59,7 @@ func SourceType(dir string) (Type, error) {
 			t = TypeKustomize
 		}
 	}
-	return t, nil
+	return t
 }
 
 // ExplicitType returns the type an Application sets explicitly, given the

@@ -1,8 +1,10 @@
 package argocd
 
 import (
+	"io/fs"
 	"path/filepath"
 	"testing"
+	"testing/fstest"
 )
 
 func TestSourceType(t *testing.T) {
@@ -37,6 +39,21 @@ func TestSourceType(t *testing.T) {
 			}
 			if got != tt.want {
 				t.Errorf("SourceType = %s, want %s", got, tt.want)
+			}
+			if tt.files != nil {
+				// The same entries read from another file system (truce
+				// sync reads a Git tree).
+				fsys := fstest.MapFS{}
+				for name, content := range tt.files {
+					fsys[name] = &fstest.MapFile{Data: []byte(content)}
+				}
+				entries, err := fs.ReadDir(fsys, ".")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := TypeOf(entries); got != tt.want {
+					t.Errorf("TypeOf = %s, want %s", got, tt.want)
+				}
 			}
 		})
 	}
