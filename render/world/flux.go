@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/truce-dev/truce/manifest"
+	"github.com/truce-dev/truce/render"
 	"github.com/truce-dev/truce/render/flux"
 	"github.com/truce-dev/truce/render/helm"
 )
@@ -134,32 +135,20 @@ func (s *state) sourceRoot(ctx context.Context, kind, namespace, name string) (s
 		if s.repos.has(url) || name == fluxSystem && namespace == fluxSystem {
 			return s.root, nil
 		}
-		ref, err := gitRepositoryRef(obj)
+		ref, err := s.gitRevision(ctx, subject, url, obj)
 		if err != nil {
-			return "", unpredictable(subject, "%v", err)
+			return "", err
 		}
-		return s.checkout(ctx, url, ref)
+		dir, err := s.checkout(ctx, url, ref)
+		if _, ok := render.AsUnpredictable(err); err != nil && !ok && ctx.Err() == nil {
+			// source-controller's wording for a ref it cannot check out.
+			return "", fmt.Errorf("%s: failed to checkout and determine revision: %w", subject, err)
+		}
+		return dir, err
 	case "ExternalArtifact":
 		return s.artifact(ctx, namespace, name)
 	}
 	return "", unpredictable(subject, "truce reads Kustomizations from GitRepository and ExternalArtifact sources of this repository only")
-}
-
-// gitRepositoryRef is the revision a GitRepository's spec.ref names, as
-// source-controller picks it: commit, then name, then tag, then branch.
-func gitRepositoryRef(obj *unstructured.Unstructured) (string, error) {
-	ref, _, _ := unstructured.NestedStringMap(obj.Object, "spec", "ref")
-	switch {
-	case ref["commit"] != "":
-		return ref["commit"], nil
-	case ref["name"] != "":
-		return ref["name"], nil
-	case ref["tag"] != "":
-		return ref["tag"], nil
-	case ref["semver"] != "":
-		return "", fmt.Errorf("truce does not resolve semver ranges of Git tags (%s)", ref["semver"])
-	}
-	return ref["branch"], nil
 }
 
 // artifact assembles an ArtifactGenerator's artifact into a temporary
