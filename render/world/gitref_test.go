@@ -217,4 +217,3 @@ func TestHighestTag(t *testing.T) {
 		}
 	}
 }
-
