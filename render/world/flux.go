@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 
@@ -147,8 +146,12 @@ func (s *state) sourceRoot(ctx context.Context, kind, namespace, name string) (s
 		return dir, err
 	case "ExternalArtifact":
 		return s.artifact(ctx, namespace, name)
+	case "OCIRepository":
+		return s.ociSource(ctx, namespace, name)
+	case "Bucket":
+		return "", s.bucket(namespace, name)
 	}
-	return "", unpredictable(subject, "truce reads Kustomizations from GitRepository and ExternalArtifact sources of this repository only")
+	return "", unpredictable(subject, "truce reads Kustomizations from GitRepository, OCIRepository and ExternalArtifact sources only")
 }
 
 // artifact assembles an ArtifactGenerator's artifact into a temporary
@@ -331,62 +334,6 @@ func (s *state) helmRelease(ctx context.Context, u *Unit, obj *unstructured.Unst
 		u.Values.Reason = fmt.Sprintf("the HelmRelease is itself rendered by the %s %s", u.Source.Renderer, u.Source.RenderRoot)
 	}
 	return flux.PostRender(out.Objects, hr)
-}
-
-// fluxChart finds the chart a HelmRelease installs.
-func (s *state) fluxChart(ctx context.Context, hr *flux.HelmRelease) (*helm.Chart, error) {
-	if ref := hr.ChartRef; ref != nil {
-		ns := ref.Namespace
-		if ns == "" {
-			ns = hr.Namespace
-		}
-		switch ref.Kind {
-		case "OCIRepository":
-			repo, ok := s.find(sourceGroup, ref.Kind, ns, ref.Name)
-			if !ok {
-				return nil, fmt.Errorf("chartRef %s %s/%s is not in the repository", ref.Kind, ns, ref.Name)
-			}
-			url, _, _ := unstructured.NestedString(repo.Object, "spec", "url")
-			tag, _, _ := unstructured.NestedString(repo.Object, "spec", "ref", "tag")
-			if tag == "" {
-				// A semver range, resolved against the registry's tags.
-				tag, _, _ = unstructured.NestedString(repo.Object, "spec", "ref", "semver")
-			}
-			repoURL, chart := path.Split(strings.TrimSuffix(url, "/"))
-			return s.puller().Pull(ctx, helm.Ref{RepoURL: strings.TrimSuffix(repoURL, "/"), Chart: chart, Version: tag})
-		}
-		return nil, unpredictable(fmt.Sprintf("chartRef %s %s/%s", ref.Kind, ns, ref.Name), "truce reads charts from OCIRepository, HelmRepository and GitRepository sources only")
-	}
-	c := hr.Chart
-	if c == nil {
-		return nil, fmt.Errorf("the HelmRelease has neither spec.chart nor spec.chartRef")
-	}
-	ns := c.SourceRef.Namespace
-	if ns == "" {
-		ns = hr.Namespace
-	}
-	switch c.SourceRef.Kind {
-	case "HelmRepository":
-		repo, ok := s.find(sourceGroup, "HelmRepository", ns, c.SourceRef.Name)
-		if !ok {
-			return nil, fmt.Errorf("HelmRepository %s/%s is not in the repository", ns, c.SourceRef.Name)
-		}
-		url, _, _ := unstructured.NestedString(repo.Object, "spec", "url")
-		if typ, _, _ := unstructured.NestedString(repo.Object, "spec", "type"); typ == "oci" {
-		}
-		return s.puller().Pull(ctx, helm.Ref{RepoURL: url, Chart: c.Chart, Version: c.Version})
-	case "GitRepository":
-		root, err := s.sourceRoot(ctx, "GitRepository", ns, c.SourceRef.Name)
-		if err != nil {
-			return nil, err
-		}
-		dir, err := inRoot(root, root, c.Chart)
-		if err != nil {
-			return nil, err
-		}
-		return s.loadChart(ctx, dir, root)
-	}
-	return nil, unpredictable(fmt.Sprintf("chart %s from %s %s/%s", c.Chart, c.SourceRef.Kind, ns, c.SourceRef.Name), "truce reads charts from HelmRepository, OCIRepository and GitRepository sources only")
 }
 
 // withoutRestated drops the entry point's own copies of objects a unit

@@ -1,0 +1,7 @@
+package world
+
+import "context"
+
+func (s *state) ociSource(ctx context.Context, namespace, name string) (string, error) {
+	return "", unpredictable("OCIRepository "+namespace+"/"+name, "not yet")
+}
