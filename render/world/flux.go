@@ -214,7 +214,9 @@ func (s *state) kustomization(ctx context.Context, u *Unit, obj *unstructured.Un
 	if err != nil {
 		return nil, err
 	}
-	if root != s.root {
+	if _, copied := s.origins[root]; copied {
+		// An ArtifactGenerator's copy; clones and OCI artifacts are
+		// named by their labels.
 		s.mapBack(objs, root)
 	}
 	return objs, nil

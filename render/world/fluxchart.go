@@ -3,8 +3,6 @@ package world
 import (
 	"context"
 	"fmt"
-	"path"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -114,21 +112,4 @@ func (s *state) bucket(namespace, name string) error {
 	endpoint, _, _ := unstructured.NestedString(obj.Object, "spec", "endpoint")
 	bucketName, _, _ := unstructured.NestedString(obj.Object, "spec", "bucketName")
 	return unpredictable(fmt.Sprintf("Bucket %s/%s (endpoint %s)", namespace, name, endpoint), "bucket %s is not fetched by truce", bucketName)
-}
-
-// ociChart is the chart an OCIRepository holds, as a HelmRelease chartRef
-// reads it.
-func (s *state) ociChart(ctx context.Context, namespace, name string) (*helm.Chart, error) {
-	repo, ok := s.find(sourceGroup, "OCIRepository", namespace, name)
-	if !ok {
-		return nil, fmt.Errorf("chartRef OCIRepository %s/%s is not in the repository", namespace, name)
-	}
-	url, _, _ := unstructured.NestedString(repo.Object, "spec", "url")
-	tag, _, _ := unstructured.NestedString(repo.Object, "spec", "ref", "tag")
-	if tag == "" {
-		// A semver range, resolved against the registry's tags.
-		tag, _, _ = unstructured.NestedString(repo.Object, "spec", "ref", "semver")
-	}
-	repoURL, chart := path.Split(strings.TrimSuffix(url, "/"))
-	return s.puller().Pull(ctx, helm.Ref{RepoURL: strings.TrimSuffix(repoURL, "/"), Chart: chart, Version: tag})
 }

@@ -123,6 +123,11 @@ func loadApp(t *testing.T, root string, opts Options, want string) (*Unit, bool)
 	if u == nil {
 		t.Fatalf("no Kustomization flux-system/app among %v", keys(units(worlds[0])))
 	}
+	for _, o := range worlds[0].Objects {
+		if o.Source.Unit == u.Unit && !strings.Contains(o.Source.File, "@") {
+			t.Errorf("position %s does not name the clone by URL@commit", o.Source)
+		}
+	}
 	return u, applies(worlds[0], u.Unit, "ConfigMap/"+want)
 }
 
