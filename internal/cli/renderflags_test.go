@@ -20,7 +20,7 @@ func TestGitSecretFlags(t *testing.T) {
 	common := []string{"--repo-root", root, "--repo-url", "https://git.example.com/platform.git", "--offline", "--cache-dir", t.TempDir()}
 	commands := map[string][]string{
 		"check": {"check", apps, "-c", cluster, "--no-verify"},
-		"fix":   {"fix", apps, "-c", cluster},
+		"fix":   {"fix", apps, "-c", cluster, "--dry-run"},
 		"diff":  {"diff", filepath.Join(root, "clusters", "dev"), "-c", cluster},
 		"lint":  {"lint", apps},
 	}

@@ -107,7 +107,7 @@ func (s *state) chartFrom(ctx context.Context, chart, version, kind, namespace, 
 func (s *state) bucket(namespace, name string) error {
 	obj, ok := s.find(sourceGroup, "Bucket", namespace, name)
 	if !ok {
-		return fmt.Errorf("Bucket %s/%s is not in the repository", namespace, name)
+		return fmt.Errorf("sourceRef Bucket %s/%s is not in the repository", namespace, name)
 	}
 	endpoint, _, _ := unstructured.NestedString(obj.Object, "spec", "endpoint")
 	bucketName, _, _ := unstructured.NestedString(obj.Object, "spec", "bucketName")
