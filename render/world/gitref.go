@@ -12,10 +12,15 @@ import (
 	"github.com/truce-dev/truce/manifest"
 )
 
+// fluxDefaultBranch is the branch source-controller checks out when a
+// GitRepository's spec.ref names nothing (fluxcd/pkg/git.DefaultBranch).
+const fluxDefaultBranch = "master"
+
 // gitRevision is the revision to check out for a GitRepository's
-// spec.ref, picked as source-controller picks it: commit, then name, then
-// semver, then tag, then branch; none is the default branch. A semver
-// range is resolved against the repository's tags.
+// spec.ref, picked as source-controller's Git client picks it: commit,
+// then name, then tag, then semver (resolved against the repository's
+// tags), then branch, master when none is set. A commit is checked out
+// whatever branch is named with it.
 func (l *loader) gitRevision(ctx context.Context, subject, url string, obj *unstructured.Unstructured) (string, error) {
 	ref, _, _ := unstructured.NestedStringMap(obj.Object, "spec", "ref")
 	switch {
@@ -23,14 +28,14 @@ func (l *loader) gitRevision(ctx context.Context, subject, url string, obj *unst
 		return ref["commit"], nil
 	case ref["name"] != "":
 		return ref["name"], nil
-	case ref["semver"] != "":
-		return l.semverTag(ctx, subject, url, ref["semver"])
 	case ref["tag"] != "":
 		return "refs/tags/" + ref["tag"], nil
+	case ref["semver"] != "":
+		return l.semverTag(ctx, subject, url, ref["semver"])
 	case ref["branch"] != "":
 		return "refs/heads/" + ref["branch"], nil
 	}
-	return "", nil
+	return "refs/heads/" + fluxDefaultBranch, nil
 }
 
 // semverTag is the tag of url that source-controller checks out for a

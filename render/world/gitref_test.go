@@ -146,15 +146,17 @@ func TestGitRepositoryRef(t *testing.T) {
 		// want is the ConfigMap applied; empty: the unit has a Problem
 		// holding problem.
 		want, problem string
-		unpredictable bool
+		// master adds a branch master at main.
+		master bool
 	}{
-		{name: "no ref: the default branch", ref: "{}", want: "fourth"},
+		{name: "no ref: master as Flux defaults it", ref: "{}", problem: `"refs/heads/master" not found`},
+		{name: "no ref on a repository with master", ref: "{}", master: true, want: "fourth"},
 		{name: "branch", ref: "{branch: stable}", want: "first"},
 		{name: "tag", ref: "{tag: v1.2.0}", want: "second"},
 		{name: "semver: the highest match", ref: "{semver: '>=1.0.0 <2.0.0'}", want: "second"},
 		{name: "semver: prereleases need a prerelease range", ref: "{semver: '>=2.0.0-0'}", want: "third"},
-		{name: "semver wins over tag and branch", ref: "{semver: '~1.0', tag: v2.0.0, branch: stable}", want: "first"},
-		{name: "tag wins over branch", ref: "{tag: v2.0.0, branch: stable}", want: "third"},
+		{name: "semver wins over branch", ref: "{semver: '~1.0', branch: stable}", want: "first"},
+		{name: "tag wins over semver and branch", ref: "{tag: v2.0.0, semver: '~1.0', branch: stable}", want: "third"},
 		{name: "name", ref: "{name: refs/tags/v1.0.0}", want: "first"},
 		{name: "commit wins over everything", ref: "{commit: " + third.String() + ", tag: v1.0.0, name: refs/heads/stable}", want: "third"},
 		{name: "a missing tag", ref: "{tag: v9.9.9}", problem: "GitRepository flux-system/other: failed to checkout and determine revision:"},
@@ -164,6 +166,14 @@ func TestGitRepositoryRef(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.master {
+				head, err := r.repo.Head()
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.branch("master", head.Hash())
+				defer r.repo.Storer.RemoveReference(plumbing.NewBranchReferenceName("master"))
+			}
 			root := fluxCluster(t, `apiVersion: source.toolkit.fluxcd.io/v1
 kind: GitRepository
 metadata: {name: other, namespace: flux-system}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/truce-dev/truce/manifest"
 	"github.com/truce-dev/truce/render/flux"
@@ -45,8 +46,18 @@ func (s *state) ociArtifact(ctx context.Context, namespace, name string) (string
 		return "", fmt.Errorf("OCIRepository %s/%s (%s@%s): %w", namespace, name, repo.URL, art.Revision, err)
 	}
 	s.checkouts[key] = dir
-	s.labels[dir] = repo.URL + "@" + art.Revision
+	s.labels[dir] = repo.URL + "@" + shortDigest(art.Revision)
 	return dir, nil
+}
+
+// shortDigest shortens the digest ending a revision to 12 hex digits,
+// as Git commits are shortened in positions.
+func shortDigest(revision string) string {
+	const prefix = "sha256:"
+	if i := strings.LastIndex(revision, prefix); i >= 0 && len(revision) > i+len(prefix)+12 {
+		return revision[:i+len(prefix)+12]
+	}
+	return revision
 }
 
 func orDefault(v, def int64) int64 {
