@@ -35,7 +35,7 @@ func (s *state) fluxChart(ctx context.Context, hr *flux.HelmRelease) (*helm.Char
 	if ns == "" {
 		ns = hr.Namespace
 	}
-	return s.chartFrom(ctx, c.Chart, c.Version, c.SourceRef.Kind, ns, c.SourceRef.Name)
+	return s.chartFrom(ctx, c.Chart, c.Version, c.SourceRef.Kind, ns, c.SourceRef.Name, chartValuesFiles{Files: c.ValuesFiles, IgnoreMissing: c.IgnoreMissingValuesFiles})
 }
 
 // helmChartSpec is a source.toolkit.fluxcd.io HelmChart, as far as
@@ -48,6 +48,8 @@ type helmChartSpec struct {
 			Kind string `json:"kind"`
 			Name string `json:"name"`
 		} `json:"sourceRef"`
+		ValuesFiles              []string `json:"valuesFiles"`
+		IgnoreMissingValuesFiles bool     `json:"ignoreMissingValuesFiles"`
 	} `json:"spec"`
 }
 
@@ -67,13 +69,15 @@ func (s *state) helmChart(ctx context.Context, namespace, name string) (*helm.Ch
 	if version == "" {
 		version = "*"
 	}
-	return s.chartFrom(ctx, hc.Spec.Chart, version, hc.Spec.SourceRef.Kind, namespace, hc.Spec.SourceRef.Name)
+	return s.chartFrom(ctx, hc.Spec.Chart, version, hc.Spec.SourceRef.Kind, namespace, hc.Spec.SourceRef.Name,
+		chartValuesFiles{Files: hc.Spec.ValuesFiles, IgnoreMissing: hc.Spec.IgnoreMissingValuesFiles})
 }
 
 // chartFrom finds chart at version in the source kind namespace/name, as
 // source-controller builds a HelmChart: pulled from a HelmRepository, or
-// loaded from a directory of a GitRepository's artifact.
-func (s *state) chartFrom(ctx context.Context, chart, version, kind, namespace, name string) (*helm.Chart, error) {
+// loaded from a directory of a GitRepository's artifact; valuesFiles
+// merged into its values.
+func (s *state) chartFrom(ctx context.Context, chart, version, kind, namespace, name string, valuesFiles chartValuesFiles) (*helm.Chart, error) {
 	switch kind {
 	case "HelmRepository":
 		repo, ok := s.find(sourceGroup, kind, namespace, name)
@@ -85,7 +89,11 @@ func (s *state) chartFrom(ctx context.Context, chart, version, kind, namespace, 
 		if typ, _, _ := unstructured.NestedString(repo.Object, "spec", "type"); typ == "oci" {
 			p.PlainHTTP, _, _ = unstructured.NestedBool(repo.Object, "spec", "insecure")
 		}
-		return p.Pull(ctx, helm.Ref{RepoURL: url, Chart: chart, Version: version})
+		ch, err := p.Pull(ctx, helm.Ref{RepoURL: url, Chart: chart, Version: version})
+		if err != nil {
+			return nil, err
+		}
+		return valuesFiles.apply(ch, "")
 	case "GitRepository":
 		root, err := s.sourceRoot(ctx, kind, namespace, name)
 		if err != nil {
@@ -95,7 +103,11 @@ func (s *state) chartFrom(ctx context.Context, chart, version, kind, namespace, 
 		if err != nil {
 			return nil, err
 		}
-		return s.loadChart(ctx, dir, root)
+		ch, err := s.loadChart(ctx, dir, root)
+		if err != nil {
+			return nil, err
+		}
+		return valuesFiles.apply(ch, root)
 	case "Bucket":
 		return nil, s.bucket(namespace, name)
 	}

@@ -48,6 +48,36 @@ spec: {chart: ./charts/web, sourceRef: {kind: GitRepository, name: flux-system},
 			unit: "HelmRelease apps/web", want: "from-release",
 		},
 		{
+			name: "HelmChart valuesFiles",
+			more: `apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmChart
+metadata: {name: web, namespace: flux-system}
+spec:
+  chart: ./charts/web
+  sourceRef: {kind: GitRepository, name: flux-system}
+  valuesFiles: [./charts/web/values.yaml, charts/web/values-prod.yaml, charts/web/values-missing.yaml]
+  ignoreMissingValuesFiles: true
+  interval: 1m
+---
+` + helmChartRelease,
+			unit: "HelmRelease apps/web", want: "from-prod",
+		},
+		{
+			name: "spec.chart.spec valuesFiles with one missing",
+			more: `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: web, namespace: apps}
+spec:
+  interval: 10m
+  chart:
+    spec:
+      chart: ./charts/web
+      sourceRef: {kind: GitRepository, name: flux-system, namespace: flux-system}
+      valuesFiles: [charts/web/values-prod.yaml, charts/web/values-missing.yaml]
+`,
+			unit: "HelmRelease apps/web", problem: "no values file found at path '/charts/web/values-missing.yaml' (reference 'charts/web/values-missing.yaml')",
+		},
+		{
 			name: "HelmChart of a HelmRepository offline",
 			more: `apiVersion: source.toolkit.fluxcd.io/v1
 kind: HelmRepository
@@ -97,6 +127,7 @@ spec: {bucketName: manifests, endpoint: s3.amazonaws.com, provider: aws, interva
 		t.Run(tc.name, func(t *testing.T) {
 			root := fluxCluster(t, tc.more)
 			writeChart(t, filepath.Join(root, "charts", "web"), "web")
+			writeFile(t, filepath.Join(root, "charts", "web", "values-prod.yaml"), "name: from-prod\n")
 			opts := offline(t, root)
 			worlds, err := Load(t.Context(), []string{filepath.Join(root, "clusters", "prod")}, opts)
 			if err != nil {
