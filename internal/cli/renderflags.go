@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -41,15 +42,8 @@ func (r *renderFlags) register(f *pflag.FlagSet) {
 // options are the world.Options the flags say; errors are about the
 // flags.
 func (r *renderFlags) options(lopts manifest.Options) (world.Options, error) {
-	if r.gitInsecureHTTP && r.gitSecret == "" {
-		return world.Options{}, errors.New("--git-insecure-http lets the credentials of --git-secret go over plain http://: it needs --git-secret")
-	}
-	if r.gitSecret != "" {
-		if info, err := os.Stat(r.gitSecret); err != nil {
-			return world.Options{}, fmt.Errorf("--git-secret %s: reading the Git credentials: %w", r.gitSecret, err)
-		} else if !info.IsDir() {
-			return world.Options{}, fmt.Errorf("--git-secret %s: reading the Git credentials: %s is not a directory", r.gitSecret, r.gitSecret)
-		}
+	if err := r.validateGit(); err != nil {
+		return world.Options{}, err
 	}
 	return world.Options{
 		Render:    render.Options{Manifest: lopts, CacheDir: r.cacheDir, Offline: r.offline},
@@ -60,13 +54,44 @@ func (r *renderFlags) options(lopts manifest.Options) (world.Options, error) {
 	}, nil
 }
 
+// validateGit checks --git-secret and --git-insecure-http.
+func (r *renderFlags) validateGit() error {
+	if r.gitInsecureHTTP && r.gitSecret == "" {
+		return errors.New("--git-insecure-http lets the credentials of --git-secret go over plain http://: it needs --git-secret")
+	}
+	if r.gitSecret != "" {
+		if info, err := os.Stat(r.gitSecret); err != nil {
+			return fmt.Errorf("--git-secret %s: reading the Git credentials: %w", r.gitSecret, err)
+		} else if !info.IsDir() {
+			return fmt.Errorf("--git-secret %s: reading the Git credentials: %s is not a directory", r.gitSecret, r.gitSecret)
+		}
+	}
+	return nil
+}
+
+// gitAuth is the credentials of --git-secret for a Git argument's URL;
+// nil without --git-secret and for file:// URLs.
+func (r *renderFlags) gitAuth(url string) (transport.AuthMethod, error) {
+	if r.gitSecret == "" || strings.HasPrefix(url, "file://") {
+		return nil, nil
+	}
+	auth, err := manifest.GitAuthFromDir(r.gitSecret, url, manifest.GitAuthOptions{InsecureHTTP: r.gitInsecureHTTP})
+	if errors.Is(err, manifest.ErrGitInsecure) {
+		err = fmt.Errorf("%w (--git-insecure-http allows it)", err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--git-secret %s: %w", r.gitSecret, err)
+	}
+	return auth, nil
+}
+
 // loadCheckRequests reads the repository through its entry points (one
 // request per world: each Flux cluster directory, and the other paths
 // together) and the cluster; Git arguments are read as one repository.
 func loadCheckRequests(ctx context.Context, cmd *cobra.Command, cf *clusterFlags, rf *renderFlags, args []string, ref, kubeconfig, kubeContext string) ([]check.Request, error) {
 	for _, a := range args {
 		if _, ok := manifest.ParseGitArg(a); ok || a == "-" {
-			req, err := loadCheckRequest(ctx, cmd, cf, args, ref, kubeconfig, kubeContext)
+			req, err := loadCheckRequest(ctx, cmd, cf, rf, args, ref, kubeconfig, kubeContext)
 			return []check.Request{req}, err
 		}
 	}

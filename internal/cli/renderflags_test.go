@@ -54,3 +54,54 @@ func TestGitSecretFlags(t *testing.T) {
 		})
 	}
 }
+
+// Git arguments of check and diff take --git-secret's credentials (the
+// Argo CD and Flux clones are tested in render/world; Git arguments are
+// https:// or SSH, which loopback tests cannot serve without trusting a
+// certificate).
+func TestGitArgumentAuth(t *testing.T) {
+	secret := t.TempDir()
+	for name, content := range map[string]string{"username": "git\n", "password": "s3cret\n"} {
+		if err := os.WriteFile(filepath.Join(secret, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name     string
+		flags    renderFlags
+		url      string
+		wantAuth string
+		problem  string
+	}{
+		{name: "no secret", url: "https://git.example.com/fleet"},
+		{name: "https", flags: renderFlags{gitSecret: secret}, url: "https://git.example.com/fleet", wantAuth: "http-basic-auth - git:*******"},
+		{name: "file:// takes none", flags: renderFlags{gitSecret: secret}, url: "file:///srv/fleet"},
+		{name: "plain http", flags: renderFlags{gitSecret: secret}, url: "http://git.example.com/fleet", problem: "--git-secret " + secret + ": refusing to send the credentials of " + filepath.Join(secret, "username") + " and " + filepath.Join(secret, "password") + " to git.example.com over plain http://: they would cross the network in clear text; use https:// (--git-insecure-http allows it)"},
+		{name: "plain http allowed", flags: renderFlags{gitSecret: secret, gitInsecureHTTP: true}, url: "http://git.example.com/fleet", wantAuth: "http-basic-auth - git:*******"},
+		{name: "SSH without a key", flags: renderFlags{gitSecret: secret}, url: "git@github.com:org/fleet", problem: filepath.Join(secret, "identity") + " is missing or empty"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			auth, err := tc.flags.gitAuth(tc.url)
+			if tc.problem != "" {
+				if err == nil || err.Error() != tc.problem && !strings.Contains(err.Error(), tc.problem) {
+					t.Fatalf("error %v, want %q", err, tc.problem)
+				}
+				if strings.Contains(err.Error(), "s3cret") {
+					t.Error("the error shows the password")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if auth != nil {
+				got = auth.String()
+			}
+			if got != tc.wantAuth {
+				t.Errorf("auth %q, want %q", got, tc.wantAuth)
+			}
+		})
+	}
+}
