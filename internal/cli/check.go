@@ -198,12 +198,12 @@ func (o *checkOptions) print(cmd *cobra.Command, r *treport.Report) error {
 // loadCheckRequest reads the repository, the cluster (-c, or the live
 // cluster of --kubeconfig) and the admission options, and says where they
 // came from for verifying fixes.
-func loadCheckRequest(ctx context.Context, cmd *cobra.Command, cf *clusterFlags, args []string, ref, kubeconfig, kubeContext string) (check.Request, error) {
+func loadCheckRequest(ctx context.Context, cmd *cobra.Command, cf *clusterFlags, rf *renderFlags, args []string, ref, kubeconfig, kubeContext string) (check.Request, error) {
 	_, aopts, clusterObjs, err := cf.load(ctx)
 	if err != nil {
 		return check.Request{}, err
 	}
-	repoObjs, err := loadArgs(ctx, cmd, args, ref)
+	repoObjs, err := loadArgs(ctx, cmd, rf, args, ref)
 	if err != nil {
 		return check.Request{}, err
 	}
@@ -267,8 +267,12 @@ func reportedByCheck(existing []treport.Finding, source string, f lint.Finding) 
 	return false
 }
 
-// loadArgs loads directories, files and Git arguments.
-func loadArgs(ctx context.Context, cmd *cobra.Command, args []string, ref string) ([]manifest.Object, error) {
+// loadArgs loads directories, files and Git arguments, the latter with
+// the credentials of --git-secret.
+func loadArgs(ctx context.Context, cmd *cobra.Command, rf *renderFlags, args []string, ref string) ([]manifest.Object, error) {
+	if err := rf.validateGit(); err != nil {
+		return nil, err
+	}
 	lopts := manifest.DefaultOptions()
 	lopts.Stdin = cmd.InOrStdin()
 	var objs []manifest.Object
@@ -277,6 +281,11 @@ func loadArgs(ctx context.Context, cmd *cobra.Command, args []string, ref string
 			if ref != "" {
 				src.Ref = ref
 			}
+			auth, err := rf.gitAuth(src.URL)
+			if err != nil {
+				return nil, err
+			}
+			src.Auth = auth
 			got, _, err := manifest.LoadGit(ctx, src, lopts)
 			if err != nil {
 				return nil, err

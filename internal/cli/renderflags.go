@@ -2,9 +2,12 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"strings"
 
+	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -21,6 +24,10 @@ type renderFlags struct {
 	repoRoot string
 	cacheDir string
 	offline  bool
+	// gitSecret and gitInsecureHTTP are as truce sync's flags, for the
+	// repositories Applications and GitRepositories clone.
+	gitSecret       string
+	gitInsecureHTTP bool
 }
 
 func (r *renderFlags) register(f *pflag.FlagSet) {
@@ -28,14 +35,54 @@ func (r *renderFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&r.repoRoot, "repo-root", "", "the repository's root directory, which Application and Kustomization paths are relative to (default: the top of the Git work tree)")
 	f.StringVar(&r.cacheDir, "cache-dir", "", "where pulled Helm charts are kept (default: truce under the user's cache directory)")
 	f.BoolVar(&r.offline, "offline", false, "use no network: charts not in the cache make their Application or HelmRelease Unpredictable")
+	f.StringVar(&r.gitSecret, "git-secret", "", "a directory holding the credentials for the Git repositories Applications and GitRepositories clone, as a mounted Flux Git secret: username and password, or bearerToken (https://); identity, known_hosts and password, the key's passphrase (SSH)")
+	f.BoolVar(&r.gitInsecureHTTP, "git-insecure-http", false, "send --git-secret's credentials to plain http:// repositories, in clear text")
 }
 
-func (r *renderFlags) options(lopts manifest.Options) world.Options {
-	return world.Options{
-		Render:   render.Options{Manifest: lopts, CacheDir: r.cacheDir, Offline: r.offline},
-		RepoURLs: r.repoURLs,
-		Root:     r.repoRoot,
+// options are the world.Options the flags say; errors are about the
+// flags.
+func (r *renderFlags) options(lopts manifest.Options) (world.Options, error) {
+	if err := r.validateGit(); err != nil {
+		return world.Options{}, err
 	}
+	return world.Options{
+		Render:    render.Options{Manifest: lopts, CacheDir: r.cacheDir, Offline: r.offline},
+		RepoURLs:  r.repoURLs,
+		Root:      r.repoRoot,
+		GitSecret: r.gitSecret,
+		GitAuth:   manifest.GitAuthOptions{InsecureHTTP: r.gitInsecureHTTP},
+	}, nil
+}
+
+// validateGit checks --git-secret and --git-insecure-http.
+func (r *renderFlags) validateGit() error {
+	if r.gitInsecureHTTP && r.gitSecret == "" {
+		return errors.New("--git-insecure-http lets the credentials of --git-secret go over plain http://: it needs --git-secret")
+	}
+	if r.gitSecret != "" {
+		if info, err := os.Stat(r.gitSecret); err != nil {
+			return fmt.Errorf("--git-secret %s: reading the Git credentials: %w", r.gitSecret, err)
+		} else if !info.IsDir() {
+			return fmt.Errorf("--git-secret %s: reading the Git credentials: %s is not a directory", r.gitSecret, r.gitSecret)
+		}
+	}
+	return nil
+}
+
+// gitAuth is the credentials of --git-secret for a Git argument's URL;
+// nil without --git-secret and for file:// URLs.
+func (r *renderFlags) gitAuth(url string) (transport.AuthMethod, error) {
+	if r.gitSecret == "" || strings.HasPrefix(url, "file://") {
+		return nil, nil
+	}
+	auth, err := manifest.GitAuthFromDir(r.gitSecret, url, manifest.GitAuthOptions{InsecureHTTP: r.gitInsecureHTTP})
+	if errors.Is(err, manifest.ErrGitInsecure) {
+		err = fmt.Errorf("%w (--git-insecure-http allows it)", err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--git-secret %s: %w", r.gitSecret, err)
+	}
+	return auth, nil
 }
 
 // loadCheckRequests reads the repository through its entry points (one
@@ -44,7 +91,7 @@ func (r *renderFlags) options(lopts manifest.Options) world.Options {
 func loadCheckRequests(ctx context.Context, cmd *cobra.Command, cf *clusterFlags, rf *renderFlags, args []string, ref, kubeconfig, kubeContext string) ([]check.Request, error) {
 	for _, a := range args {
 		if _, ok := manifest.ParseGitArg(a); ok || a == "-" {
-			req, err := loadCheckRequest(ctx, cmd, cf, args, ref, kubeconfig, kubeContext)
+			req, err := loadCheckRequest(ctx, cmd, cf, rf, args, ref, kubeconfig, kubeContext)
 			return []check.Request{req}, err
 		}
 	}
@@ -52,7 +99,10 @@ func loadCheckRequests(ctx context.Context, cmd *cobra.Command, cf *clusterFlags
 	if err != nil {
 		return nil, err
 	}
-	wopts := rf.options(manifest.DefaultOptions())
+	wopts, err := rf.options(manifest.DefaultOptions())
+	if err != nil {
+		return nil, err
+	}
 	worlds, err := world.Load(ctx, args, wopts)
 	if err != nil {
 		return nil, err
@@ -92,6 +142,10 @@ func readWorlds(ctx context.Context, rf *renderFlags, paths []string) (worlds []
 			return nil, false, nil
 		}
 	}
-	worlds, err = world.Load(ctx, paths, rf.options(manifest.DefaultOptions()))
+	wopts, err := rf.options(manifest.DefaultOptions())
+	if err != nil {
+		return nil, true, err
+	}
+	worlds, err = world.Load(ctx, paths, wopts)
 	return worlds, true, err
 }

@@ -42,7 +42,7 @@ func loadRepository(ctx context.Context, cmd *cobra.Command, rf *renderFlags, ar
 	case err != nil:
 		return nil, err
 	case !ok:
-		if objs, err = loadArgs(ctx, cmd, args, ref); err != nil {
+		if objs, err = loadArgs(ctx, cmd, rf, args, ref); err != nil {
 			return nil, err
 		}
 	case len(worlds) > 1:

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/truce-dev/truce/manifest"
+	"github.com/truce-dev/truce/render"
 	"github.com/truce-dev/truce/render/flux"
 	"github.com/truce-dev/truce/render/helm"
 )
@@ -134,32 +134,24 @@ func (s *state) sourceRoot(ctx context.Context, kind, namespace, name string) (s
 		if s.repos.has(url) || name == fluxSystem && namespace == fluxSystem {
 			return s.root, nil
 		}
-		ref, err := gitRepositoryRef(obj)
+		ref, err := s.gitRevision(ctx, subject, url, obj)
 		if err != nil {
-			return "", unpredictable(subject, "%v", err)
+			return "", err
 		}
-		return s.checkout(ctx, url, ref)
+		dir, err := s.checkout(ctx, url, ref)
+		if _, ok := render.AsUnpredictable(err); err != nil && !ok && ctx.Err() == nil {
+			// source-controller's wording for a ref it cannot check out.
+			return "", fmt.Errorf("%s: failed to checkout and determine revision: %w", subject, err)
+		}
+		return dir, err
 	case "ExternalArtifact":
 		return s.artifact(ctx, namespace, name)
+	case "OCIRepository":
+		return s.ociSource(ctx, namespace, name)
+	case "Bucket":
+		return "", s.bucket(namespace, name)
 	}
-	return "", unpredictable(subject, "truce reads Kustomizations from GitRepository and ExternalArtifact sources of this repository only")
-}
-
-// gitRepositoryRef is the revision a GitRepository's spec.ref names, as
-// source-controller picks it: commit, then name, then tag, then branch.
-func gitRepositoryRef(obj *unstructured.Unstructured) (string, error) {
-	ref, _, _ := unstructured.NestedStringMap(obj.Object, "spec", "ref")
-	switch {
-	case ref["commit"] != "":
-		return ref["commit"], nil
-	case ref["name"] != "":
-		return ref["name"], nil
-	case ref["tag"] != "":
-		return ref["tag"], nil
-	case ref["semver"] != "":
-		return "", fmt.Errorf("truce does not resolve semver ranges of Git tags (%s)", ref["semver"])
-	}
-	return ref["branch"], nil
+	return "", unpredictable(subject, "truce reads Kustomizations from GitRepository, OCIRepository and ExternalArtifact sources only")
 }
 
 // artifact assembles an ArtifactGenerator's artifact into a temporary
@@ -222,7 +214,9 @@ func (s *state) kustomization(ctx context.Context, u *Unit, obj *unstructured.Un
 	if err != nil {
 		return nil, err
 	}
-	if root != s.root {
+	if _, copied := s.origins[root]; copied {
+		// An ArtifactGenerator's copy; clones and OCI artifacts are
+		// named by their labels.
 		s.mapBack(objs, root)
 	}
 	return objs, nil
@@ -383,62 +377,6 @@ func (s *state) chartDir(hr *flux.HelmRelease) (string, bool) {
 	}
 	dir, err := inRoot(s.root, s.root, c.Chart)
 	return dir, err == nil
-}
-
-// fluxChart finds the chart a HelmRelease installs.
-func (s *state) fluxChart(ctx context.Context, hr *flux.HelmRelease) (*helm.Chart, error) {
-	if ref := hr.ChartRef; ref != nil {
-		ns := ref.Namespace
-		if ns == "" {
-			ns = hr.Namespace
-		}
-		switch ref.Kind {
-		case "OCIRepository":
-			repo, ok := s.find(sourceGroup, ref.Kind, ns, ref.Name)
-			if !ok {
-				return nil, fmt.Errorf("chartRef %s %s/%s is not in the repository", ref.Kind, ns, ref.Name)
-			}
-			url, _, _ := unstructured.NestedString(repo.Object, "spec", "url")
-			tag, _, _ := unstructured.NestedString(repo.Object, "spec", "ref", "tag")
-			if tag == "" {
-				// A semver range, resolved against the registry's tags.
-				tag, _, _ = unstructured.NestedString(repo.Object, "spec", "ref", "semver")
-			}
-			repoURL, chart := path.Split(strings.TrimSuffix(url, "/"))
-			return s.puller().Pull(ctx, helm.Ref{RepoURL: strings.TrimSuffix(repoURL, "/"), Chart: chart, Version: tag})
-		}
-		return nil, unpredictable(fmt.Sprintf("chartRef %s %s/%s", ref.Kind, ns, ref.Name), "truce reads charts from OCIRepository, HelmRepository and GitRepository sources only")
-	}
-	c := hr.Chart
-	if c == nil {
-		return nil, fmt.Errorf("the HelmRelease has neither spec.chart nor spec.chartRef")
-	}
-	ns := c.SourceRef.Namespace
-	if ns == "" {
-		ns = hr.Namespace
-	}
-	switch c.SourceRef.Kind {
-	case "HelmRepository":
-		repo, ok := s.find(sourceGroup, "HelmRepository", ns, c.SourceRef.Name)
-		if !ok {
-			return nil, fmt.Errorf("HelmRepository %s/%s is not in the repository", ns, c.SourceRef.Name)
-		}
-		url, _, _ := unstructured.NestedString(repo.Object, "spec", "url")
-		if typ, _, _ := unstructured.NestedString(repo.Object, "spec", "type"); typ == "oci" {
-		}
-		return s.puller().Pull(ctx, helm.Ref{RepoURL: url, Chart: c.Chart, Version: c.Version})
-	case "GitRepository":
-		root, err := s.sourceRoot(ctx, "GitRepository", ns, c.SourceRef.Name)
-		if err != nil {
-			return nil, err
-		}
-		dir, err := inRoot(root, root, c.Chart)
-		if err != nil {
-			return nil, err
-		}
-		return s.loadChart(ctx, dir, root)
-	}
-	return nil, unpredictable(fmt.Sprintf("chart %s from %s %s/%s", c.Chart, c.SourceRef.Kind, ns, c.SourceRef.Name), "truce reads charts from HelmRepository, OCIRepository and GitRepository sources only")
 }
 
 // withoutRestated drops the entry point's own copies of objects a unit

@@ -29,6 +29,13 @@ type Options struct {
 	// Root is the repository root; empty: the top of the Git work tree
 	// holding the first path (manifest.RepositoryRoot).
 	Root string
+	// GitSecret is a directory laid out as a mounted Flux Git secret
+	// (manifest.GitAuthFromDir): the credentials for every https://,
+	// http:// and SSH repository cloned (Argo CD Application sources,
+	// Flux GitRepositories). Empty clones anonymously.
+	GitSecret string
+	// GitAuth loosens where GitSecret's credentials may be sent.
+	GitAuth manifest.GitAuthOptions
 }
 
 // Unit kinds.

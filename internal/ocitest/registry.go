@@ -1,0 +1,158 @@
+// Package ocitest serves OCI artifacts from a loopback registry for
+// tests: the read side of the OCI distribution API, enough for oras-go
+// and Helm's registry client to list tags and pull manifests and blobs.
+package ocitest
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// Registry is an OCI registry on a loopback address, filled with Push.
+type Registry struct {
+	*httptest.Server
+	mu        sync.Mutex
+	blobs     map[string][]byte
+	manifests map[string][]byte   // repository:reference
+	tags      map[string][]string // repository -> tags
+	// Requests counts the requests served.
+	Requests atomic.Int64
+}
+
+// NewRegistry starts a registry, closed when the test ends.
+func NewRegistry(t testing.TB) *Registry {
+	t.Helper()
+	r := &Registry{blobs: map[string][]byte{}, manifests: map[string][]byte{}, tags: map[string][]string{}}
+	r.Server = httptest.NewServer(http.HandlerFunc(r.serve))
+	t.Cleanup(r.Close)
+	return r
+}
+
+// Host is the registry as a host of oci:// URLs.
+func (r *Registry) Host() string { return strings.TrimPrefix(r.URL, "http://") }
+
+// Layer is one layer of an artifact.
+type Layer struct {
+	MediaType string
+	Data      []byte
+}
+
+// Push stores an artifact of layers as repository:tag and returns its
+// manifest digest.
+func (r *Registry) Push(t testing.TB, repository, tag string, layers ...Layer) string {
+	t.Helper()
+	descs := make([]any, len(layers))
+	for i, l := range layers {
+		descs[i] = r.blob(l.MediaType, l.Data)
+	}
+	manifest, err := json.Marshal(map[string]any{
+		"schemaVersion": 2,
+		"mediaType":     "application/vnd.oci.image.manifest.v1+json",
+		"config":        r.blob("application/vnd.oci.empty.v1+json", []byte("{}")),
+		"layers":        descs,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Digest(manifest)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.manifests[repository+":"+tag] = manifest
+	r.manifests[repository+":"+d] = manifest
+	r.tags[repository] = append(r.tags[repository], tag)
+	return d
+}
+
+func (r *Registry) blob(mediaType string, data []byte) map[string]any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := Digest(data)
+	r.blobs[d] = data
+	return map[string]any{"mediaType": mediaType, "digest": d, "size": len(data)}
+}
+
+// Digest is data's sha256 digest as OCI spells it.
+func Digest(data []byte) string { return fmt.Sprintf("sha256:%x", sha256.Sum256(data)) }
+
+func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
+	r.Requests.Add(1)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := strings.TrimPrefix(req.URL.Path, "/v2/")
+	switch {
+	case req.URL.Path == "/v2/" || req.URL.Path == "/v2":
+		w.WriteHeader(http.StatusOK)
+	case strings.HasSuffix(p, "/tags/list"):
+		repository := strings.TrimSuffix(p, "/tags/list")
+		tags := append([]string(nil), r.tags[repository]...)
+		sort.Strings(tags)
+		json.NewEncoder(w).Encode(map[string]any{"name": repository, "tags": tags})
+	case strings.Contains(p, "/manifests/"):
+		i := strings.LastIndex(p, "/manifests/")
+		m, ok := r.manifests[p[:i]+":"+p[i+len("/manifests/"):]]
+		if !ok {
+			http.Error(w, `{"errors":[{"code":"MANIFEST_UNKNOWN","message":"manifest unknown"}]}`, http.StatusNotFound)
+			return
+		}
+		write(w, req, "application/vnd.oci.image.manifest.v1+json", m)
+	case strings.Contains(p, "/blobs/"):
+		b, ok := r.blobs[p[strings.LastIndex(p, "/blobs/")+len("/blobs/"):]]
+		if !ok {
+			http.Error(w, `{"errors":[{"code":"BLOB_UNKNOWN","message":"blob unknown"}]}`, http.StatusNotFound)
+			return
+		}
+		write(w, req, "application/octet-stream", b)
+	default:
+		http.NotFound(w, req)
+	}
+}
+
+func write(w http.ResponseWriter, req *http.Request, mediaType string, data []byte) {
+	w.Header().Set("Content-Type", mediaType)
+	w.Header().Set("Docker-Content-Digest", Digest(data))
+	w.Header().Set("Content-Length", fmt.Sprint(len(data)))
+	if req.Method == http.MethodHead {
+		return
+	}
+	w.Write(data)
+}
+
+// TarGz packs files (slash-separated path to content) into a gzip
+// tarball, in sorted order.
+func TarGz(t testing.TB, files map[string]string) []byte {
+	t.Helper()
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for _, n := range names {
+		if err := tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Size: int64(len(files[n])), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(files[n])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}

@@ -1,0 +1,95 @@
+package world
+
+import (
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/truce-dev/truce/internal/ocitest"
+	"github.com/truce-dev/truce/render"
+	"github.com/truce-dev/truce/render/flux"
+)
+
+// Kustomizations of OCIRepositories build the artifact's layer; HelmRelease
+// chartRefs to them install the chart helm push put there. Positions name
+// the artifact by URL and revision.
+func TestOCIRepositorySources(t *testing.T) {
+	reg := ocitest.NewRegistry(t)
+	reg.Push(t, "manifests/app", "v1.0.0", ocitest.Layer{MediaType: "application/vnd.cncf.flux.content.v1.tar+gzip",
+		Data: ocitest.TarGz(t, map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: from-oci, namespace: default}\n"})})
+	reg.Push(t, "charts/web", "1.0.0", ocitest.Layer{MediaType: flux.HelmChartLayerMediaType, Data: ocitest.TarGz(t, map[string]string{
+		"web/Chart.yaml":        "apiVersion: v2\nname: web\nversion: 1.0.0\n",
+		"web/values.yaml":       "name: from-chart\n",
+		"web/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '{{ .Values.name }}'}\n",
+	})})
+	host := reg.Host()
+	ociRepository := func(name, url, ref string) string {
+		return `apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata: {name: ` + name + `, namespace: flux-system}
+spec: {interval: 1m, url: '` + url + `', insecure: true, ref: ` + ref + `}
+---
+`
+	}
+	chartRelease := `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: web, namespace: apps}
+spec:
+  interval: 10m
+  chartRef: {kind: OCIRepository, name: web, namespace: flux-system}
+  values: {name: from-release}
+`
+	tests := []struct {
+		name, more, unit string
+		offline          bool
+		// want is the ConfigMap applied; else problem is in the Problem.
+		want, problem string
+		unpredictable bool
+	}{
+		{name: "Kustomization", more: ociRepository("app", "oci://"+host+"/manifests/app", "{semver: 1.x}") + appKustomization("OCIRepository", "app"),
+			unit: "Kustomization flux-system/app", want: "from-oci"},
+		{name: "HelmRelease chartRef", more: ociRepository("web", "oci://"+host+"/charts/web", "{tag: 1.0.0}") + chartRelease,
+			unit: "HelmRelease apps/web", want: "from-release"},
+		{name: "a missing tag", more: ociRepository("app", "oci://"+host+"/manifests/app", "{tag: v2}") + appKustomization("OCIRepository", "app"),
+			unit: "Kustomization flux-system/app", problem: "OCIRepository flux-system/app: failed to determine artifact digest"},
+		{name: "an artifact without chart", more: ociRepository("web", "oci://"+host+"/manifests/app", "{tag: v1.0.0}") + chartRelease,
+			unit: "HelmRelease apps/web", problem: "the artifact holds no Helm chart"},
+		{name: "offline", more: ociRepository("app", "oci://"+host+"/manifests/app", "{tag: v1.0.0}") + appKustomization("OCIRepository", "app"),
+			unit: "Kustomization flux-system/app", offline: true, problem: "oci://" + host + "/manifests/app", unpredictable: true},
+		{name: "an OCIRepository that is not there", more: appKustomization("OCIRepository", "app"),
+			unit: "Kustomization flux-system/app", problem: "OCIRepository flux-system/app is not in the repository"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := fluxCluster(t, tc.more)
+			opts := offline(t, root)
+			opts.Render.Offline = tc.offline
+			worlds, err := Load(t.Context(), []string{filepath.Join(root, "clusters", "prod")}, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u := units(worlds[0])[tc.unit]
+			if u == nil {
+				t.Fatalf("no %s among %v", tc.unit, keys(units(worlds[0])))
+			}
+			if tc.want == "" {
+				if u.Problem == nil || !strings.Contains(u.Problem.Error(), tc.problem) {
+					t.Fatalf("problem %v, want one with %q", u.Problem, tc.problem)
+				}
+				if _, ok := render.AsUnpredictable(u.Problem); ok != tc.unpredictable {
+					t.Errorf("problem %v: Unpredictable %v, want %v", u.Problem, ok, tc.unpredictable)
+				}
+				return
+			}
+			if !applies(worlds[0], u.Unit, "ConfigMap/"+tc.want) {
+				t.Fatalf("ConfigMap/%s not applied; problem %v", tc.want, u.Problem)
+			}
+			for _, o := range worlds[0].Objects {
+				if o.Source.Unit == u.Unit && !regexp.MustCompile(`^oci://[^@]+@([^@]+@)?sha256:[0-9a-f]{12}//`).MatchString(o.Source.File) {
+					t.Errorf("position %s does not name the artifact", o.Source)
+				}
+			}
+		})
+	}
+}
