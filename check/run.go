@@ -169,6 +169,11 @@ func (r *Repository) fixes(ctx context.Context, s *simulate.Setup, o *simulate.O
 			p.Kustomization = k
 		}
 	}
+	for _, hr := range r.Settings.HelmReleases {
+		if s.Tool == "flux" && simulate.HelmReleaseUnit(hr.Name) == s.Unit {
+			p.HelmRelease = hr
+		}
+	}
 	pf.Problem = p
 	cands, skipped := fix.Candidates(p, read)
 	pf.Candidates = cands

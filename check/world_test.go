@@ -413,3 +413,74 @@ spec:
 		}
 	}
 }
+
+// A HelmRelease whose drift detection corrects what an autoscaler
+// changes loops; the narrow fix is a driftDetection.ignore rule, verified.
+func TestHelmReleaseDriftIgnoreFix(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{
+		"clusters/dev/flux-system/gotk-sync.yaml": "# placeholder\n",
+		"clusters/dev/web.yaml": `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: web, namespace: flux-system}
+spec:
+  interval: 10m
+  targetNamespace: default
+  chart:
+    spec:
+      chart: ./charts/web
+      sourceRef: {kind: GitRepository, name: flux-system}
+  driftDetection:
+    mode: enabled
+`,
+		"charts/web/Chart.yaml":  "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+		"charts/web/values.yaml": "replicas: 1\n",
+		"charts/web/templates/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: {{ .Values.replicas }}
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: "nginx:1.27"}]
+`,
+		"charts/web/templates/hpa.yaml": `apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: web}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: 3
+  maxReplicas: 5
+`,
+	})
+	outs := checkWorlds(t, []string{root}, offlineOptions(t, root), nil)
+	var pf *ProblemFixes
+	for _, p := range outs[0].Problems {
+		if p.Unit == simulate.HelmReleaseUnit("web") && p.Ref.Kind == "Deployment" {
+			pf = p
+		}
+	}
+	if pf == nil || pf.Verdict != simulate.Loop {
+		t.Fatalf("no Loop for the HelmRelease's Deployment; verdicts %v", verdicts(outs))
+	}
+	for i, c := range pf.Candidates {
+		if c.Kind != fix.KindIgnoreRule {
+			continue
+		}
+		if pf.Verdicts[i] != simulate.Synced {
+			t.Errorf("ignore rule verified %q, want Synced; notes %v", pf.Verdicts[i], pf.Notes)
+		}
+		for _, p := range c.Paths() {
+			if !strings.Contains(c.Diff(p), "driftDetection") && !strings.Contains(string(c.Files[p]), "ignore:") {
+				t.Errorf("ignore rule edits %s:\n%s", p, c.Diff(p))
+			}
+		}
+		if !strings.Contains(string(c.Files[filepath.Join(root, "clusters", "dev", "web.yaml")]), "/spec/replicas") {
+			t.Errorf("the HelmRelease does not ignore /spec/replicas:\n%s", c.Files[filepath.Join(root, "clusters", "dev", "web.yaml")])
+		}
+		return
+	}
+	t.Fatalf("no ignore rule among the fixes; notes %v", pf.Notes)
+}

@@ -53,11 +53,12 @@ func Kinds() []Kind {
 
 // Problem is an object that does not settle, with what a fix needs to know.
 type Problem struct {
-	// Tool is "argocd" or "flux"; App or Kustomization is the unit's
-	// settings (nil when the tool ran with its defaults).
+	// Tool is "argocd" or "flux"; App, Kustomization or HelmRelease is
+	// the unit's settings (nil when the tool ran with its defaults).
 	Tool          string
 	App           *gitops.ArgoApplication
 	Kustomization *gitops.FluxKustomization
+	HelmRelease   *gitops.FluxHelmRelease
 	ArgoConfig    *gitops.ArgoConfig
 	Object        *simulate.Object
 	// Source is the manifest's position; zero for objects not in Git.

@@ -278,13 +278,6 @@ func (e *editor) ignoreRule(p Problem) (*Candidate, error) {
 			fmt.Sprintf("Application %s ignores %s of %s, and RespectIgnoreDifferences=true makes its syncs keep the live value instead of writing Git's.",
 				p.App.Name, strings.Join(fields, ", "), ref), warning), nil
 	case "flux":
-		if p.Kustomization == nil {
-			return nil, errors.New("no Flux Kustomization in the repository to change")
-		}
-		f, doc, err := e.doc(p.Kustomization.Source)
-		if err != nil {
-			return nil, err
-		}
 		target := map[string]any{"kind": ref.Kind, "name": "^" + regexp.QuoteMeta(ref.Name) + "$"}
 		if ref.Group != "" {
 			target["group"] = regexp.QuoteMeta(ref.Group)
@@ -293,6 +286,26 @@ func (e *editor) ignoreRule(p Problem) (*Candidate, error) {
 			target["namespace"] = "^" + regexp.QuoteMeta(ref.Namespace) + "$"
 		}
 		entry := map[string]any{"paths": toAny(fields), "target": target}
+		if hr := p.HelmRelease; hr != nil {
+			// helm-controller's drift detection takes the same rules.
+			f, doc, err := e.doc(hr.Source)
+			if err != nil {
+				return nil, err
+			}
+			if err := appendList(f, doc, "/spec/driftDetection/ignore", entry); err != nil {
+				return nil, err
+			}
+			return e.candidate("Narrow ignore rule (HelmRelease driftDetection.ignore)",
+				fmt.Sprintf("HelmRelease %s's drift detection ignores %s of %s: helm-controller no longer compares or corrects them; the chart's value is still applied at install and upgrade.",
+					hr.Name, strings.Join(fields, ", "), ref), warning), nil
+		}
+		if p.Kustomization == nil {
+			return nil, errors.New("no Flux Kustomization in the repository to change")
+		}
+		f, doc, err := e.doc(p.Kustomization.Source)
+		if err != nil {
+			return nil, err
+		}
 		if err := appendList(f, doc, "/spec/ignore", entry); err != nil {
 			return nil, err
 		}
