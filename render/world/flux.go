@@ -341,13 +341,21 @@ func (s *state) helmRelease(ctx context.Context, u *Unit, obj *unstructured.Unst
 			}
 			return flux.PostRender(out.Objects, hr)
 		}}
-	// A chart of this repository's working tree: its values.yaml is the
-	// user's. Value files of spec.chart.spec.valuesFiles are not read by
-	// truce, and valuesFrom win over the chart's values: then none is
-	// listed, and the inline values, which win over them all, are written.
-	if dir, ok := s.chartDir(hr); ok && len(hr.Chart.ValuesFiles) == 0 && len(hr.ValuesFrom) == 0 {
-		if own := filepath.Join(dir, "values.yaml"); fileExists(own) {
-			u.Values.Files = append(u.Values.Files, s.valuesFile(own))
+	// A chart of this repository's working tree: its values are the
+	// user's — values.yaml, or the chart's valuesFiles (paths in the
+	// repository), which source-controller merges in order in its place.
+	// valuesFrom win over them: then none is listed, and the inline
+	// values, which win over them all, are written.
+	if dir, ok := s.chartDir(hr); ok && len(hr.ValuesFrom) == 0 {
+		if len(hr.Chart.ValuesFiles) == 0 {
+			if own := filepath.Join(dir, "values.yaml"); fileExists(own) {
+				u.Values.Files = append(u.Values.Files, s.valuesFile(own))
+			}
+		}
+		for _, f := range hr.Chart.ValuesFiles {
+			if p, err := inRoot(s.root, s.root, f); err == nil && fileExists(p) {
+				u.Values.Files = append(u.Values.Files, s.valuesFile(p))
+			}
 		}
 	}
 	if u.Source.Renderer != "" {

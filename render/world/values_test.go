@@ -23,7 +23,7 @@ func TestValuesTarget(t *testing.T) {
 		"multi/app.yaml":             app("multi", "  sources:\n    - repoURL: "+url+"\n      path: chart\n      helm:\n        valueFiles: [$values/env/values.yaml]\n    - repoURL: "+url+"\n      ref: values\n"),
 		"flux/hr.yaml":               "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: web, namespace: web}\nspec:\n  chart:\n    spec:\n      chart: ./chart\n      sourceRef: {kind: GitRepository, name: repo}\n",
 		"flux/repo.yaml":             "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata: {name: repo, namespace: web}\nspec:\n  url: " + url + "\n  ref: {branch: main}\n",
-		"flux-valuesfiles/hr.yaml":   "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: web, namespace: web}\nspec:\n  chart:\n    spec:\n      chart: ./chart\n      valuesFiles: [./chart/values.yaml]\n      sourceRef: {kind: GitRepository, name: repo}\n",
+		"flux-valuesfiles/hr.yaml":   "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: web, namespace: web}\nspec:\n  chart:\n    spec:\n      chart: ./chart\n      valuesFiles: [./chart/values.yaml, ./env/values.yaml, ./env/missing.yaml]\n      ignoreMissingValuesFiles: true\n      sourceRef: {kind: GitRepository, name: repo}\n",
 		"flux-valuesfiles/repo.yaml": "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata: {name: repo, namespace: web}\nspec:\n  url: " + url + "\n  ref: {branch: main}\n",
 	}
 	for name, data := range files {
@@ -44,9 +44,8 @@ func TestValuesTarget(t *testing.T) {
 		{"single", "Application argocd/source", "/spec/source/helm/valuesObject", "", []ValuesFile{{Path: chartValues}, {Path: envValues}}},
 		{"multi", "Application argocd/multi", "/spec/sources/0/helm/valuesObject", "", []ValuesFile{{Path: chartValues}, {Path: envValues}}},
 		{"flux", "HelmRelease web/web", "/spec/values", "/spec/postRenderers", []ValuesFile{{Path: chartValues}}},
-		// Value files truce does not read: none is listed, the inline
-		// values win over them.
-		{"flux-valuesfiles", "HelmRelease web/web", "/spec/values", "/spec/postRenderers", nil},
+		// The chart's valuesFiles replace its values.yaml, merged in order.
+		{"flux-valuesfiles", "HelmRelease web/web", "/spec/values", "/spec/postRenderers", []ValuesFile{{Path: chartValues}, {Path: envValues}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.dir, func(t *testing.T) {
