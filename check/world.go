@@ -132,7 +132,7 @@ func unitRuns(in Input) []report.Run {
 			obj.Verdict = simulate.Unpredictable
 			obj.Reason = up.Error()
 		} else {
-			obj.Reason = fmt.Sprintf("%s cannot render it, so it applies nothing: %v", toolTitle(u.Tool), u.Problem)
+			obj.Reason = fmt.Sprintf("%s cannot render it, so it applies nothing: %v", report.ToolTitle(u.Tool), u.Problem)
 		}
 		out = append(out, report.Run{World: in.World, Tool: u.Tool, Unit: unitLabel(u), Settings: "not rendered", Objects: []report.Object{obj}})
 	}
@@ -162,14 +162,4 @@ func unitLabel(u *world.Unit) string {
 		return "ApplicationSet " + u.Name
 	}
 	return u.Name
-}
-
-func toolTitle(tool string) string {
-	switch tool {
-	case "argocd":
-		return "Argo CD"
-	case "flux":
-		return "Flux"
-	}
-	return tool
 }

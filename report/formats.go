@@ -175,8 +175,9 @@ func clockDuration(d time.Duration) string {
 	}
 }
 
-// toolTitle is how people write the GitOps tool's name.
-func toolTitle(tool string) string {
+// ToolTitle is how people write the GitOps tool's name ("Argo CD" for
+// "argocd").
+func ToolTitle(tool string) string {
 	switch strings.ToLower(tool) {
 	case "argocd", "argo", "argo-cd":
 		return "Argo CD"

@@ -132,7 +132,7 @@ func buildHTMLView(r *Report) *htmlView {
 	for i := range r.Runs {
 		run := &r.Runs[i]
 		hr := htmlRun{
-			Tool: toolTitle(run.Tool), Unit: run.UnitLabel(), Settings: run.Settings,
+			Tool: ToolTitle(run.Tool), Unit: run.UnitLabel(), Settings: run.Settings,
 			Window: clockDuration(run.Window), Simulated: clockDuration(run.Simulated),
 			Objects: len(run.Objects),
 		}

@@ -251,9 +251,9 @@ func sarifFindingResult(f Finding, index map[string]int) keyedResult {
 // runTitle names a run for a sentence: "Argo CD (shop)".
 func runTitle(run *Run) string {
 	if run.UnitLabel() == "" {
-		return toolTitle(run.Tool)
+		return ToolTitle(run.Tool)
 	}
-	return toolTitle(run.Tool) + " (" + run.UnitLabel() + ")"
+	return ToolTitle(run.Tool) + " (" + run.UnitLabel() + ")"
 }
 
 func codeList(items []string) string {

@@ -109,7 +109,7 @@ func buildTimeline(id string, run *Run, o *Object) *tlView {
 			toolName = events[i].Writer
 		}
 	}
-	toolLane := &tlLane{Label: cmp.Or(toolName, toolTitle(run.Tool)), Kind: "GitOps tool · " + toolTitle(run.Tool), Tool: true}
+	toolLane := &tlLane{Label: cmp.Or(toolName, ToolTitle(run.Tool)), Kind: "GitOps tool · " + ToolTitle(run.Tool), Tool: true}
 	v.Lanes = append(v.Lanes, toolLane)
 	laneOf := func(name, kind string) *tlLane {
 		for _, l := range v.Lanes[1:] {
