@@ -131,14 +131,15 @@ func Fix(ctx context.Context, req Request, opts FixOptions) (*Applied, error) {
 	if a.Fixed() == 0 {
 		return a, nil
 	}
-	overlay := a.Plan.Files
 	if !opts.DryRun {
 		if a.Written, err = a.Plan.Write(); err != nil {
 			return a, err
 		}
-		overlay = nil
 	}
-	// Check again: with the files written, or over the overlay.
+	// Check again over the fixes' files: written or not, they are what
+	// the repository holds now (a loader's copy of the repository may
+	// predate the writing).
+	overlay := a.Plan.Files
 	var in Input
 	if req.Load != nil {
 		in, err = req.Load(ctx, overlay)

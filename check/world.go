@@ -3,9 +3,6 @@ package check
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/truce-dev/truce/manifest"
 	"github.com/truce-dev/truce/render"
@@ -27,15 +24,14 @@ func WorldInput(w *world.World, cluster []manifest.Object) Input {
 }
 
 // WorldLoader verifies fixes of the index-th world read from paths: the
-// repository root is copied to a temporary directory, the fix's files
-// written over the copy, and the worlds read again from there, since a
-// value in a chart's values or a kustomize patch reaches the objects only
-// through rendering.
+// fix's files are written over ws's copy of the repository root, and the
+// worlds read again from there, since a value in a chart's values or a
+// kustomize patch reaches the objects only through rendering.
 //
 // The cluster's objects are read again from src.Cluster with the fix's
 // files for them (a fix may replace a mutating binding given with -c),
 // unless src.Live.
-func WorldLoader(paths []string, index int, opts world.Options, src Sources, cluster []manifest.Object) Loader {
+func WorldLoader(ws *Workspace, paths []string, index int, opts world.Options, src Sources, cluster []manifest.Object) Loader {
 	return func(ctx context.Context, fixFiles map[string][]byte) (Input, error) {
 		cl, overlay := cluster, map[string][]byte{}
 		mine := map[string][]byte{}
@@ -62,50 +58,29 @@ func WorldLoader(paths []string, index int, opts world.Options, src Sources, clu
 			root = r
 		}
 		root = abs(root)
-		tmp, err := os.MkdirTemp("", "truce-verify-")
-		if err != nil {
-			return Input{}, err
-		}
-		defer os.RemoveAll(tmp)
-		if err := copyTree(root, tmp); err != nil {
-			return Input{}, fmt.Errorf("copying %s to verify a fix: %w", root, err)
-		}
-		moved := func(p string) (string, error) {
-			rel, err := filepath.Rel(root, abs(p))
-			if err != nil || strings.HasPrefix(rel, "..") {
-				return "", fmt.Errorf("%s is outside the repository %s", p, root)
+		var in Input
+		err := ws.with(root, overlay, func(dir string, moved func(string) (string, error)) error {
+			mapped := make([]string, len(paths))
+			for i, p := range paths {
+				var err error
+				if mapped[i], err = moved(p); err != nil {
+					return err
+				}
 			}
-			return filepath.Join(tmp, rel), nil
-		}
-		for p, data := range overlay {
-			dst, err := moved(p)
+			o := opts
+			o.Root = dir
+			o.RepoURLs = append(append([]string(nil), opts.RepoURLs...), world.CheckoutURLs(root)...)
+			worlds, err := world.Load(ctx, mapped, o)
 			if err != nil {
-				return Input{}, err
+				return err
 			}
-			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-				return Input{}, err
+			if index >= len(worlds) {
+				return fmt.Errorf("the fix changes the repository's entry points")
 			}
-			if err := os.WriteFile(dst, data, 0o644); err != nil {
-				return Input{}, err
-			}
-		}
-		mapped := make([]string, len(paths))
-		for i, p := range paths {
-			if mapped[i], err = moved(p); err != nil {
-				return Input{}, err
-			}
-		}
-		o := opts
-		o.Root = tmp
-		o.RepoURLs = append(append([]string(nil), opts.RepoURLs...), world.CheckoutURLs(root)...)
-		worlds, err := world.Load(ctx, mapped, o)
-		if err != nil {
-			return Input{}, err
-		}
-		if index >= len(worlds) {
-			return Input{}, fmt.Errorf("the fix changes the repository's entry points")
-		}
-		return WorldInput(worlds[index], cl), nil
+			in = WorldInput(worlds[index], cl)
+			return nil
+		})
+		return in, err
 	}
 }
 

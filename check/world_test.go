@@ -36,7 +36,7 @@ func checkWorlds(t *testing.T, paths []string, opts world.Options, cluster []str
 	var out []*Outcome
 	for i, w := range worlds {
 		src := Sources{Repository: paths, Cluster: cluster}
-		got, err := Run(ctx, Request{Input: WorldInput(w, cl), Sources: src, Verify: true, Load: WorldLoader(paths, i, opts, src, cl)})
+		got, err := Run(ctx, Request{Input: WorldInput(w, cl), Sources: src, Verify: true, Load: WorldLoader(testWorkspace(t), paths, i, opts, src, cl)})
 		if err != nil {
 			t.Fatalf("checking %s: %v", w.Name, err)
 		}
@@ -230,7 +230,7 @@ func TestHelmValuesFix(t *testing.T) {
 			}
 			cl, _ := manifest.LoadPaths(ctx, cluster, manifest.DefaultOptions())
 			src := Sources{Repository: apps, Cluster: cluster}
-			applied, err := Fix(ctx, Request{Input: WorldInput(w[0], cl), Sources: src, Load: WorldLoader(apps, 0, opts, src, cl)}, FixOptions{})
+			applied, err := Fix(ctx, Request{Input: WorldInput(w[0], cl), Sources: src, Load: WorldLoader(testWorkspace(t), apps, 0, opts, src, cl)}, FixOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -483,4 +483,14 @@ spec:
 		return
 	}
 	t.Fatalf("no ignore rule among the fixes; notes %v", pf.Notes)
+}
+
+func testWorkspace(t *testing.T) *Workspace {
+	ws := NewWorkspace()
+	t.Cleanup(func() {
+		if err := ws.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return ws
 }

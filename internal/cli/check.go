@@ -132,7 +132,9 @@ func (o *checkOptions) validate() error {
 // run checks, adds truce lint's findings and prints the report.
 func (o *checkOptions) run(cmd *cobra.Command) error {
 	ctx := cmd.Context()
-	reqs, err := loadCheckRequests(ctx, cmd, &o.clusterFlags, &o.renderFlags, o.args, o.ref, o.kubeconfig, o.kubeContext)
+	ws := check.NewWorkspace()
+	defer ws.Close()
+	reqs, err := loadCheckRequests(ctx, cmd, ws, &o.clusterFlags, &o.renderFlags, o.args, o.ref, o.kubeconfig, o.kubeContext)
 	if err != nil {
 		return err
 	}

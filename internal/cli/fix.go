@@ -116,7 +116,9 @@ func (o *fixOptions) validate() error {
 // run applies the fixes and prints what was done.
 func (o *fixOptions) run(cmd *cobra.Command) error {
 	ctx := cmd.Context()
-	reqs, err := loadCheckRequests(ctx, cmd, &o.clusterFlags, &o.renderFlags, o.args, "", "", "")
+	ws := check.NewWorkspace()
+	defer ws.Close()
+	reqs, err := loadCheckRequests(ctx, cmd, ws, &o.clusterFlags, &o.renderFlags, o.args, "", "", "")
 	if err != nil {
 		return err
 	}

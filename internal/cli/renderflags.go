@@ -88,7 +88,8 @@ func (r *renderFlags) gitAuth(url string) (transport.AuthMethod, error) {
 // loadCheckRequests reads the repository through its entry points (one
 // request per world: each Flux cluster directory, and the other paths
 // together) and the cluster; Git arguments are read as one repository.
-func loadCheckRequests(ctx context.Context, cmd *cobra.Command, cf *clusterFlags, rf *renderFlags, args []string, ref, kubeconfig, kubeContext string) ([]check.Request, error) {
+// Fixes are verified in ws's copies of the repository.
+func loadCheckRequests(ctx context.Context, cmd *cobra.Command, ws *check.Workspace, cf *clusterFlags, rf *renderFlags, args []string, ref, kubeconfig, kubeContext string) ([]check.Request, error) {
 	for _, a := range args {
 		if _, ok := manifest.ParseGitArg(a); ok || a == "-" {
 			req, err := loadCheckRequest(ctx, cmd, cf, rf, args, ref, kubeconfig, kubeContext)
@@ -126,7 +127,7 @@ func loadCheckRequests(ctx context.Context, cmd *cobra.Command, cf *clusterFlags
 			Options: check.Options{Admission: aopts},
 		}
 		if w.Followed() {
-			req.Load = check.WorldLoader(args, i, wopts, src, cl)
+			req.Load = check.WorldLoader(ws, args, i, wopts, src, cl)
 		}
 		out = append(out, req)
 	}
