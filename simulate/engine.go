@@ -216,11 +216,15 @@ func RunWorld(ctx context.Context, c cluster.Cluster, members []Member, writers 
 				}
 			}
 		}
-		// The others see the change: a writer's, or another member's to
-		// objects they apply (a tool watches its own objects; a writer's
-		// change may create one it tracks).
+		// The others see the change to objects they apply (a tool watches
+		// its own objects), and any change of a writer that creates
+		// objects (a copy may carry a tool's tracking).
+		creates := false
+		if ev.kind == writerEvent {
+			_, creates = writers[ev.writer].(creator)
+		}
 		for i, m := range members {
-			if done[i] || (ev.kind == reconcileEvent && (ev.member == i || !touches(refs[i], changed))) {
+			if done[i] || (ev.kind == reconcileEvent && ev.member == i) || (!creates && !touches(refs[i], changed)) {
 				continue
 			}
 			if err := scheduleTool(ctx, q, i, m.Tool, rec, ev.at, false); err != nil {
