@@ -116,6 +116,9 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.Cache != nil {
+		reg.ShareConverters(opts.Cache)
+	}
 	crds, err := state.CRDs()
 	if err != nil {
 		return nil, err

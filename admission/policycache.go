@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apiserver/pkg/cel/environment"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 )
@@ -17,7 +18,8 @@ import (
 const DefaultCacheSize = 4096
 
 // Cache keeps compiled ValidatingAdmissionPolicies and
-// MutatingAdmissionPolicies by the content they were compiled from, so that
+// MutatingAdmissionPolicies, and the structured-merge-diff type converters
+// built from OpenAPI documents, by the content they were built from, so that
 // chains built again and again for the same admission configuration (every
 // simulation and every candidate fix of truce check) compile each policy
 // once. Pass one through Options.Cache to every chain of a run; it is safe
@@ -65,28 +67,32 @@ func (c *Cache) Stats() CacheStats {
 }
 
 // get returns the value compiled for key, compiling it with compile when
-// the cache does not hold it. Compilation runs outside the lock: two
-// chains compiling the same new policy at once both compile it, and either
-// result is kept (they are equal).
-func (c *Cache) get(key cacheKey, compile func() any) any {
+// the cache does not hold it; a failed compilation is not kept.
+// Compilation runs outside the lock: two chains compiling the same new
+// policy at once both compile it, and either result is kept (they are
+// equal).
+func (c *Cache) get(key cacheKey, compile func() (any, error)) (any, error) {
 	c.mu.Lock()
 	if e, ok := c.entries[key]; ok {
 		c.order.MoveToFront(e)
 		c.hits++
 		v := e.Value.(*cacheEntry).value
 		c.mu.Unlock()
-		return v
+		return v, nil
 	}
 	c.misses++
 	c.mu.Unlock()
 
-	v := compile()
+	v, err := compile()
+	if err != nil {
+		return nil, err
+	}
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.entries[key]; ok {
 		c.order.MoveToFront(e)
-		return e.Value.(*cacheEntry).value
+		return e.Value.(*cacheEntry).value, nil
 	}
 	c.entries[key] = c.order.PushFront(&cacheEntry{key: key, value: v})
 	for c.order.Len() > c.size {
@@ -94,7 +100,19 @@ func (c *Cache) get(key cacheKey, compile func() any) any {
 		c.order.Remove(last)
 		delete(c.entries, last.Value.(*cacheEntry).key)
 	}
-	return v
+	return v, nil
+}
+
+// TypeConverter returns the type converter built from the OpenAPI
+// document whose SHA-256 is digest, building it with build when the cache
+// does not hold it (schema.ConverterCache). Converters are read-only once
+// built, so chains share them.
+func (c *Cache) TypeConverter(digest [sha256.Size]byte, build func() (managedfields.TypeConverter, error)) (managedfields.TypeConverter, error) {
+	v, err := c.get(cacheKey{kind: "TypeConverter", digest: digest}, func() (any, error) { return build() })
+	if err != nil {
+		return nil, err
+	}
+	return v.(managedfields.TypeConverter), nil
 }
 
 // policyKey digests what upstream's compilePolicy reads: the policy's name

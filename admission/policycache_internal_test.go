@@ -13,7 +13,7 @@ import (
 func TestCacheBounded(t *testing.T) {
 	key := func(s string) cacheKey { return cacheKey{kind: "k", digest: sha256.Sum256([]byte(s))} }
 	compiles := 0
-	compile := func(v string) func() any { return func() any { compiles++; return v } }
+	compile := func(v string) func() (any, error) { return func() (any, error) { compiles++; return v, nil } }
 	c := NewCache(2)
 	steps := []struct {
 		key, want    string
@@ -27,7 +27,7 @@ func TestCacheBounded(t *testing.T) {
 		{"b", "b", 4}, // b was evicted: compiled again
 	}
 	for i, s := range steps {
-		if got := c.get(key(s.key), compile(s.key)); got != s.want || compiles != s.wantCompiles {
+		if got, _ := c.get(key(s.key), compile(s.key)); got != s.want || compiles != s.wantCompiles {
 			t.Fatalf("step %d: got %v after %d compilations, want %v after %d", i, got, compiles, s.want, s.wantCompiles)
 		}
 		if n := c.Stats().Len; n > 2 {

@@ -43,7 +43,8 @@ func newValidatingPolicyPlugin(cache *Cache, configFile io.Reader) (*validating.
 		if err != nil {
 			return validatingPolicy(p)
 		}
-		return cache.get(key, func() any { return validatingPolicy(p) }).(validating.Validator)
+		v, _ := cache.get(key, func() (any, error) { return validatingPolicy(p), nil })
+		return v.(validating.Validator)
 	}
 	handler := k8sadmission.NewHandler(k8sadmission.Connect, k8sadmission.Create, k8sadmission.Delete, k8sadmission.Update)
 	p := &validating.Plugin{Plugin: generic.NewPlugin(
@@ -80,7 +81,8 @@ func newMutatingPolicyPlugin(cache *Cache, configFile io.Reader) (*mutating.Plug
 		if err != nil {
 			return mutatingPolicy(p)
 		}
-		return cache.get(key, func() any { return mutatingPolicy(p) }).(mutating.PolicyEvaluator)
+		v, _ := cache.get(key, func() (any, error) { return mutatingPolicy(p), nil })
+		return v.(mutating.PolicyEvaluator)
 	}
 	handler := k8sadmission.NewHandler(k8sadmission.Create, k8sadmission.Update, k8sadmission.Connect)
 	p := &mutating.Plugin{}
