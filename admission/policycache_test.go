@@ -294,3 +294,42 @@ func comparable(t *testing.T, r *admission.Result) string {
 	m["details"] = r.Details
 	return mustJSON(m)
 }
+
+// TestCacheConcurrent builds and uses chains sharing one cache at once, as
+// truce check's simulations do: compiled policies are shared between
+// goroutines like kube-apiserver shares them between requests.
+func TestCacheConcurrent(t *testing.T) {
+	cluster := []string{paramsVAP, paramsMAP, shelfCRD("map", "integer"), shelfPolicies}
+	writes := []string{
+		cmWith("big", "default", map[string]string{"a": "1", "b": "2", "c": "3"}, nil),
+		shelf("3"),
+	}
+	admitAll := func(t *testing.T, opts admission.Options) []string {
+		c := newChain(t, opts, cluster...)
+		var out []string
+		for _, w := range writes {
+			out = append(out, comparable(t, admit(t, c, admission.Request{Object: object(t, w)})))
+		}
+		return out
+	}
+	want := admitAll(t, admission.Options{})
+	cache := admission.NewCache(0)
+	got := make([][]string, 4)
+	done := make(chan int)
+	for i := range got {
+		go func() {
+			defer func() { done <- i }()
+			got[i] = admitAll(t, admission.Options{Cache: cache})
+		}()
+	}
+	for range got {
+		<-done
+	}
+	for i := range got {
+		for j := range want {
+			if j >= len(got[i]) || got[i][j] != want[j] {
+				t.Errorf("chain %d, write %d differs from the uncached chain", i, j)
+			}
+		}
+	}
+}
