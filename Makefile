@@ -32,6 +32,7 @@ e2e:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./admission/
+	$(GO) test -run '^$$' -bench BenchmarkCheck -benchtime 1x -benchmem ./internal/cli/
 
 generate:
 	$(GO) generate ./schema ./schema/toolkit

@@ -126,23 +126,33 @@ func BenchmarkAdmit(b *testing.B) {
 }
 
 // BenchmarkCompile measures building a chain: informers, plugin
-// initialisation and compiling every policy once.
+// initialisation and compiling every policy once; "cached" builds each
+// chain with a Cache shared by all of them, as truce check does, so that
+// policies are compiled in the first iteration only.
 func BenchmarkCompile(b *testing.B) {
 	for _, n := range []int{0, 10} {
-		b.Run(fmt.Sprintf("policies=%d", 2*n), func(b *testing.B) {
-			objs := benchPolicies(b, n)
-			b.ReportAllocs()
-			for b.Loop() {
-				state, err := NewState(objs...)
-				if err != nil {
-					b.Fatal(err)
-				}
-				chain, err := NewChain(context.Background(), state, Options{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				chain.Close()
+		for _, cached := range []bool{false, true} {
+			name := fmt.Sprintf("policies=%d", 2*n)
+			opts := Options{}
+			if cached {
+				name += "/cached"
+				opts.Cache = NewCache(0)
 			}
-		})
+			b.Run(name, func(b *testing.B) {
+				objs := benchPolicies(b, n)
+				b.ReportAllocs()
+				for b.Loop() {
+					state, err := NewState(objs...)
+					if err != nil {
+						b.Fatal(err)
+					}
+					chain, err := NewChain(context.Background(), state, opts)
+					if err != nil {
+						b.Fatal(err)
+					}
+					chain.Close()
+				}
+			})
+		}
 	}
 }

@@ -57,6 +57,10 @@ type Options struct {
 	// entries, like objects stored before the server tracked fields: the
 	// server then records none on their updates either.
 	StateFieldManager string
+	// Cache, when set, keeps compiled admission policies for every chain
+	// given the same cache, so that a policy is compiled once per process
+	// run instead of once per chain. Results do not change.
+	Cache *Cache
 }
 
 // Chain is kube-apiserver's write path for one cluster configuration:
@@ -111,6 +115,9 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 	reg, err := schema.NewRegistry()
 	if err != nil {
 		return nil, err
+	}
+	if opts.Cache != nil {
+		reg.ShareConverters(opts.Cache)
 	}
 	crds, err := state.CRDs()
 	if err != nil {
@@ -174,6 +181,7 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 		authInfo:        authInfoWrapper(opts.CallURLWebhooks),
 		stopCh:          runCtx.Done(),
 		decorator:       dec,
+		cache:           opts.Cache,
 	})
 	if err != nil {
 		cancel()
@@ -318,22 +326,7 @@ func (c *Chain) Commit(r *Result) (reconfigure bool, err error) {
 	if err := c.state.Put(u); err != nil {
 		return false, err
 	}
-	return configurationKinds.Has(u.GetKind()) || c.isParamKind(u.GroupVersionKind()), nil
-}
-
-func (c *Chain) isParamKind(gvk k8sschema.GroupVersionKind) bool {
-	for _, o := range c.state.Objects() {
-		k := o.GetKind()
-		if k != "MutatingAdmissionPolicy" && k != "ValidatingAdmissionPolicy" {
-			continue
-		}
-		apiVersion, _, _ := unstructured.NestedString(o.Object, "spec", "paramKind", "apiVersion")
-		kind, _, _ := unstructured.NestedString(o.Object, "spec", "paramKind", "kind")
-		if kind == gvk.Kind && apiVersion == gvk.GroupVersion().String() {
-			return true
-		}
-	}
-	return false
+	return configurationKinds.Has(u.GetKind()) || c.state.isParamKind(u.GroupVersionKind()), nil
 }
 
 // State returns the cluster state the chain admits against.

@@ -9,7 +9,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	k8sadmission "k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/initializer"
+	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	webhookinit "k8s.io/apiserver/pkg/admission/plugin/webhook/initializer"
+	mutatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/mutating"
+	validatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/validating"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/apiserver/pkg/util/webhook"
@@ -68,14 +73,18 @@ type pluginDeps struct {
 	authInfo        webhook.AuthenticationInfoResolverWrapper
 	stopCh          <-chan struct{}
 	decorator       k8sadmission.Decorator
+	// cache, when set, holds compiled policies shared with other chains.
+	cache *Cache
 }
 
 // newPluginChain builds the admission chain the way kube-apiserver does
 // (pkg/controlplane/apiserver.CreateConfig and AdmissionOptions.ApplyTo): the
 // same registered plugins, initializers and reinvocation wrapper.
 func newPluginChain(names []string, d pluginDeps) (k8sadmission.Interface, error) {
-	opts := kubeoptions.NewAdmissionOptions()
-	plugins := opts.GenericAdmission.Plugins
+	plugins := kubeoptions.NewAdmissionOptions().GenericAdmission.Plugins
+	if d.cache != nil {
+		plugins = cachingPlugins(d.cache)
+	}
 
 	quotaConfig, err := quotainstall.NewQuotaConfigurationForAdmission(d.informers, nil)
 	if err != nil {
@@ -96,6 +105,24 @@ func newPluginChain(names []string, d pluginDeps) (k8sadmission.Interface, error
 		return nil, fmt.Errorf("initialising admission plugins %s: %w", strings.Join(names, ","), err)
 	}
 	return chain, nil
+}
+
+// cachingPlugins registers the plugins kube-apiserver registers
+// (genericoptions.NewAdmissionOptions, then kubeoptions'), with the two
+// policy plugins compiling through cache.
+func cachingPlugins(cache *Cache) *k8sadmission.Plugins {
+	plugins := k8sadmission.NewPlugins()
+	lifecycle.Register(plugins)
+	validatingwebhook.Register(plugins)
+	mutatingwebhook.Register(plugins)
+	plugins.Register(validating.PluginName, func(config io.Reader) (k8sadmission.Interface, error) {
+		return newValidatingPolicyPlugin(cache, config)
+	})
+	plugins.Register(mutating.PluginName, func(config io.Reader) (k8sadmission.Interface, error) {
+		return newMutatingPolicyPlugin(cache, config)
+	})
+	kubeoptions.RegisterAllAdmissionPlugins(plugins)
+	return plugins
 }
 
 type emptyConfig struct{}

@@ -20,6 +20,9 @@ type State struct {
 	// system marks what the server and its controllers create themselves;
 	// those objects are trusted, not validated.
 	system map[objectKey]bool
+	// paramKinds are the kinds policies name as their paramKind, by
+	// apiVersion and kind; nil until asked for after a policy changed.
+	paramKinds map[[2]string]bool
 }
 
 type objectKey struct {
@@ -72,6 +75,7 @@ func (s *State) Put(o *unstructured.Unstructured) error {
 		s.order = append(s.order, k)
 	}
 	s.objects[k] = o
+	s.policyChanged(k)
 	if k.Group == "" && k.Kind == "Namespace" {
 		sa := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "v1", "kind": "ServiceAccount",
@@ -140,6 +144,7 @@ func (s *State) replace(old, stored *unstructured.Unstructured) {
 	k := keyOf(old)
 	if _, ok := s.objects[k]; ok && keyOf(stored) == k {
 		s.objects[k] = stored
+		s.policyChanged(k)
 	}
 }
 
@@ -248,6 +253,7 @@ func (s *State) Delete(gk k8sschema.GroupKind, namespace, name string) bool {
 	order := s.order[:0]
 	for _, o := range s.order {
 		if gone(o) {
+			s.policyChanged(o)
 			delete(s.objects, o)
 			delete(s.system, o)
 			continue
@@ -256,4 +262,33 @@ func (s *State) Delete(gk k8sschema.GroupKind, namespace, name string) bool {
 	}
 	s.order = order
 	return true
+}
+
+func isPolicyKind(kind string) bool {
+	return kind == "MutatingAdmissionPolicy" || kind == "ValidatingAdmissionPolicy"
+}
+
+// policyChanged forgets the param kinds when the object at k is a policy.
+func (s *State) policyChanged(k objectKey) {
+	if isPolicyKind(k.Kind) {
+		s.paramKinds = nil
+	}
+}
+
+// isParamKind reports whether a policy of the state names gvk as its
+// paramKind: writing such an object changes what admission reads.
+func (s *State) isParamKind(gvk k8sschema.GroupVersionKind) bool {
+	if s.paramKinds == nil {
+		s.paramKinds = map[[2]string]bool{}
+		for _, k := range s.order {
+			if !isPolicyKind(k.Kind) {
+				continue
+			}
+			o := s.objects[k]
+			apiVersion, _, _ := unstructured.NestedString(o.Object, "spec", "paramKind", "apiVersion")
+			kind, _, _ := unstructured.NestedString(o.Object, "spec", "paramKind", "kind")
+			s.paramKinds[[2]string{apiVersion, kind}] = true
+		}
+	}
+	return s.paramKinds[[2]string{gvk.GroupVersion().String(), gvk.Kind}]
 }

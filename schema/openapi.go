@@ -3,6 +3,7 @@ package schema
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,6 +26,25 @@ type documents struct {
 	generation int
 	crdDocs    map[k8sschema.GroupVersion][]byte // built lazily from CRDs
 	converter  map[k8sschema.GroupVersion]managedfields.TypeConverter
+	// shared, when set, holds converters other registries built from
+	// the same documents.
+	shared ConverterCache
+}
+
+// ConverterCache shares type converters between registries, by the
+// SHA-256 of the OpenAPI document they are built from; admission.Cache is
+// one.
+type ConverterCache interface {
+	TypeConverter(digest [sha256.Size]byte, build func() (managedfields.TypeConverter, error)) (managedfields.TypeConverter, error)
+}
+
+// ShareConverters makes the registry take type converters from c and add
+// those it builds: building one decodes a whole OpenAPI document, and
+// every registry of a process serves the same built-in documents.
+func (r *Registry) ShareConverters(c ConverterCache) {
+	r.docs.mu.Lock()
+	defer r.docs.mu.Unlock()
+	r.docs.shared = c
 }
 
 func newDocuments() *documents {
@@ -128,11 +148,29 @@ func (r *Registry) TypeConverter(gv k8sschema.GroupVersion) (managedfields.TypeC
 		r.docs.mu.Unlock()
 		return tc, nil
 	}
+	shared := r.docs.shared
 	r.docs.mu.Unlock()
 	data, err := r.Document(gv)
 	if err != nil {
 		return nil, err
 	}
+	build := func() (managedfields.TypeConverter, error) { return newTypeConverter(gv, data) }
+	var tc managedfields.TypeConverter
+	if shared != nil {
+		tc, err = shared.TypeConverter(sha256.Sum256(data), build)
+	} else {
+		tc, err = build()
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.docs.mu.Lock()
+	r.docs.converter[gv] = tc
+	r.docs.mu.Unlock()
+	return tc, nil
+}
+
+func newTypeConverter(gv k8sschema.GroupVersion, data []byte) (managedfields.TypeConverter, error) {
 	var doc spec3.OpenAPI
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("decoding OpenAPI document for %s: %w", gv, err)
@@ -144,9 +182,6 @@ func (r *Registry) TypeConverter(gv k8sschema.GroupVersion) (managedfields.TypeC
 	if err != nil {
 		return nil, fmt.Errorf("building type converter for %s: %w", gv, err)
 	}
-	r.docs.mu.Lock()
-	r.docs.converter[gv] = tc
-	r.docs.mu.Unlock()
 	return tc, nil
 }
 

@@ -59,5 +59,9 @@ func (c *clusterFlags) load(ctx context.Context, extra ...*unstructured.Unstruct
 		WebhookEndpoints:      endpoints,
 		CallURLWebhooks:       c.callWebhooks,
 		ServiceClusterIPRange: c.serviceRange,
+		// One cache per command: every chain it builds (check's
+		// simulations and fix verifications, admit's rebuilds) compiles
+		// each policy once.
+		Cache: admission.NewCache(0),
 	}, objs, nil
 }
