@@ -59,6 +59,10 @@ func (r *recorder) as(actor string, member int, fn func() error) error {
 	return fn()
 }
 
+// Unwrap returns the cluster the recorder writes to, whose types the
+// tools' comparisons read.
+func (r *recorder) Unwrap() cluster.Cluster { return r.Cluster }
+
 func (r *recorder) takeChanged() []cluster.Ref {
 	out := r.changed
 	r.changed = nil
