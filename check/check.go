@@ -470,12 +470,15 @@ func (r *Repository) Setups() ([]*simulate.Setup, error) {
 }
 
 // focus returns the manifests a re-run for one object needs: the object,
-// and the namespaces and CRDs it may need.
+// the namespaces and CRDs it may need, and for a ClusterRole the others
+// (the aggregation controller fills its rules from theirs).
 func focus(desired []simulate.Desired, ref cluster.Ref) []simulate.Desired {
+	roles := ref.Group == "rbac.authorization.k8s.io" && ref.Kind == "ClusterRole"
 	var out []simulate.Desired
 	for _, d := range desired {
 		k := d.Object.GetKind()
-		if k == "Namespace" || k == "CustomResourceDefinition" || cluster.RefOf(d.Object) == ref {
+		if k == "Namespace" || k == "CustomResourceDefinition" || cluster.RefOf(d.Object) == ref ||
+			(roles && k == "ClusterRole" && d.Object.GroupVersionKind().Group == "rbac.authorization.k8s.io") {
 			out = append(out, d)
 		}
 	}

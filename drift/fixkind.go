@@ -15,6 +15,9 @@ const (
 	// FixServerSideDiff turns on Argo CD's server-side diff with
 	// IncludeMutationWebhook.
 	FixServerSideDiff FixKind = "argocd-server-side-diff"
+	// FixIgnoreAggregatedRoles sets ignoreAggregatedRoles in Argo CD's
+	// resource.compareoptions.
+	FixIgnoreAggregatedRoles FixKind = "argocd-ignore-aggregated-roles"
 	// FixIgnoreRule hands the fields to the other writer with a narrow
 	// ignore rule.
 	FixIgnoreRule FixKind = "ignore-rule"

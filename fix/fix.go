@@ -10,8 +10,9 @@
 //     RespectIgnoreDifferences, or Flux spec.ignore), scoped to the object
 //     and fields of the loop.
 //
-// Plus, for copies pruned under label tracking, switching Argo CD to
-// annotation tracking. Package check verifies each candidate by simulating
+// Plus, for the rules of aggregated ClusterRoles, Argo CD's
+// ignoreAggregatedRoles, and for copies pruned under label tracking,
+// switching Argo CD to annotation tracking. Package check verifies each candidate by simulating
 // again with the edits applied; package fix only writes edits, and every
 // edit goes through fix/yamledit, which keeps the rest of each file byte for
 // byte.
@@ -42,13 +43,14 @@ const (
 	KindGitValue           = drift.FixGitValue
 	KindValidatingPolicy   = drift.FixValidatingPolicy
 	KindServerSideDiff     = drift.FixServerSideDiff
+	KindAggregatedRoles    = drift.FixIgnoreAggregatedRoles
 	KindIgnoreRule         = drift.FixIgnoreRule
 	KindTrackingAnnotation = drift.FixTrackingAnnotation
 )
 
 // Kinds lists every kind of fix, in order of preference.
 func Kinds() []Kind {
-	return []Kind{KindGitValue, KindValidatingPolicy, KindServerSideDiff, KindIgnoreRule, KindTrackingAnnotation}
+	return []Kind{KindGitValue, KindValidatingPolicy, KindServerSideDiff, KindAggregatedRoles, KindIgnoreRule, KindTrackingAnnotation}
 }
 
 // Problem is an object that does not settle, with what a fix needs to know.
@@ -143,6 +145,10 @@ func Candidates(p Problem, read Reader) (out []*Candidate, skipped []string) {
 				c, err = e.fresh().serverSideDiff(p)
 				add(KindServerSideDiff, c, err)
 			}
+		}
+		if p.Tool == "argocd" && p.aggregatedRules() {
+			c, err := e.fresh().ignoreAggregatedRoles(p)
+			add(KindAggregatedRoles, c, err)
 		}
 		if len(p.loopFields()) > 0 {
 			c, err := e.fresh().ignoreRule(p)

@@ -124,17 +124,23 @@ func splitLive(objs []manifest.Object) (files, live []manifest.Object) {
 
 // hasGitOps reports whether a loop is possible at all: something besides
 // the GitOps tool writes (a bound mutating policy, a mutating webhook, a
-// writers document, a HorizontalPodAutoscaler; in the files or the live
-// cluster) and the files hold manifests for the tool to apply. Without an
+// writers document, a HorizontalPodAutoscaler, an aggregated ClusterRole;
+// in the files or the live cluster) and the files hold manifests for the tool to apply. Without an
 // Application or Kustomization, check simulates both tools with their
 // defaults.
 func hasGitOps(files, live []manifest.Object) bool {
+	// An aggregated ClusterRole is applied, and written by the
+	// clusterrole-aggregation controller.
+	aggregated := func(o manifest.Object) bool {
+		_, ok := o.Object.Object["aggregationRule"].(map[string]any)
+		return ok && o.Object.GetKind() == "ClusterRole"
+	}
 	writes := func(o manifest.Object) bool {
 		switch o.Object.GetKind() {
 		case "MutatingAdmissionPolicyBinding", "MutatingWebhookConfiguration", "Writers", "HorizontalPodAutoscaler":
 			return true
 		}
-		return false
+		return aggregated(o)
 	}
 	applied := func(o manifest.Object) bool {
 		switch o.Object.GetKind() {
@@ -142,7 +148,7 @@ func hasGitOps(files, live []manifest.Object) bool {
 			"ValidatingWebhookConfiguration", "Namespace", "CustomResourceDefinition":
 			return false
 		}
-		return !writes(o)
+		return aggregated(o) || !writes(o)
 	}
 	return (slices.ContainsFunc(files, writes) || slices.ContainsFunc(live, writes)) && slices.ContainsFunc(files, applied)
 }

@@ -28,6 +28,9 @@ const (
 	TypeOperator              = "Operator"
 	TypeKyvernoMutateExisting = "KyvernoMutateExisting"
 	TypeKyvernoGenerate       = "KyvernoGenerate"
+	// TypeClusterRoleAggregation is kube-controller-manager's
+	// clusterrole-aggregation controller, which every cluster runs.
+	TypeClusterRoleAggregation = "ClusterRoleAggregation"
 )
 
 // IsWritersDocument reports whether obj is a writers document.
@@ -130,10 +133,12 @@ func (s writerSpec) writer(source string) (Writer, error) {
 			return nil, errors.New("KyvernoGenerate needs clone (with namespaces) or data")
 		}
 		return g, nil
+	case TypeClusterRoleAggregation:
+		return &ClusterRoleAggregator{After: after, Source: source}, nil
 	case TypeHPA, TypeCAInjector, TypeOperator, TypeKyvernoMutateExisting:
 	default:
-		return nil, fmt.Errorf("type: want one of %s, %s, %s, %s or %s, got %q",
-			TypeHPA, TypeCAInjector, TypeOperator, TypeKyvernoMutateExisting, TypeKyvernoGenerate, s.Type)
+		return nil, fmt.Errorf("type: want one of %s, %s, %s, %s, %s or %s, got %q",
+			TypeHPA, TypeCAInjector, TypeOperator, TypeKyvernoMutateExisting, TypeKyvernoGenerate, TypeClusterRoleAggregation, s.Type)
 	}
 	if s.Target == nil || s.Target.Kind == "" {
 		return nil, errors.New("target.kind is required")
@@ -203,12 +208,20 @@ var injectAnnotations = []string{
 // DetectWriters finds the controllers the manifests themselves imply: the
 // HPA of a HorizontalPodAutoscaler (holding the replica count away from
 // Git's: minReplicas, or maxReplicas when Git already says minReplicas),
-// and cert-manager's cainjector for objects with an injection annotation.
+// cert-manager's cainjector for objects with an injection annotation, and
+// kube-controller-manager's clusterrole-aggregation controller when a
+// ClusterRole has an aggregationRule.
 func DetectWriters(desired []Desired) []Writer {
 	var out []Writer
+	aggregator := false
 	for _, d := range desired {
 		o := d.Object
 		gvk := o.GroupVersionKind()
+		if !aggregator && isAggregatedClusterRole(o) {
+			aggregator = true
+			out = append(out, &ClusterRoleAggregator{After: defaultAfter(TypeClusterRoleAggregation),
+				Source: d.Source.String() + " (detected)"})
+		}
 		if gvk.Group == "autoscaling" && gvk.Kind == "HorizontalPodAutoscaler" {
 			if w := hpaWriter(d, desired); w != nil {
 				out = append(out, w)

@@ -31,6 +31,8 @@ func TestParseWriters(t *testing.T) {
 			want: `HorizontalPodAutoscaler "kube-controller-manager" writes /spec/replicas of Deployment.apps web`},
 		{name: "generate", spec: "  writers:\n  - type: KyvernoGenerate\n    clone: {kind: Secret, namespace: a, name: s}\n    namespaces: [b, c]\n    synchronize: true\n",
 			want: `KyvernoGenerate "kyverno-background-controller" clones Secret a/s into b, c (with synchronize)`, detect: true},
+		{name: "aggregation", spec: "  detect: false\n  writers:\n  - type: ClusterRoleAggregation\n",
+			want: `ClusterRoleAggregation "clusterrole-aggregation-controller" writes the rules of every ClusterRole with an aggregationRule`},
 		{name: "unknown type", spec: "  writers:\n  - type: Argo\n", wantErr: `x.yaml:3: spec.writers[0]: type: want one of`},
 		{name: "unknown field", spec: "  writers:\n  - type: Operator\n    sett: {}\n", wantErr: `unknown field "spec.writers[0].sett"`},
 		{name: "no target", spec: "  writers:\n  - type: Operator\n    set: {/a: b}\n", wantErr: "target.kind is required"},
