@@ -19,6 +19,8 @@ type clusterFlags struct {
 	enablePlugins  []string
 	disablePlugins []string
 	serviceRange   string
+	// limits bound reading the files of -c; the command's --max-* flags.
+	limits *limitFlags
 }
 
 func (c *clusterFlags) register(f *pflag.FlagSet) {
@@ -36,7 +38,11 @@ func (c *clusterFlags) register(f *pflag.FlagSet) {
 //
 // extra objects join the state (CRDs the repository needs).
 func (c *clusterFlags) load(ctx context.Context, extra ...*unstructured.Unstructured) (*admission.State, admission.Options, []manifest.Object, error) {
-	objs, err := manifest.LoadPaths(ctx, c.cluster, manifest.DefaultOptions())
+	lopts, err := c.limits.options()
+	if err != nil {
+		return nil, admission.Options{}, nil, err
+	}
+	objs, err := manifest.LoadPaths(ctx, c.cluster, lopts)
 	if err != nil {
 		return nil, admission.Options{}, nil, err
 	}
