@@ -9,7 +9,7 @@ import "io"
 // DefaultMaxDocuments fits a platform monorepo after rendering: a decoded
 // object keeps about 3.7 KiB (BenchmarkRetained), and truce diff of small
 // Deployments and ConfigMaps peaked at 0.9 GiB for 20,000 objects, about
-// 38 KiB an object over a 240 MiB base, so 50,000 objects need about
+// 38 KiB an object over a 160 MiB base, so 50,000 objects need about
 // 2 GiB; truce check, which simulates each object, needs about 115 KiB an
 // object (0.7 GiB for 5,000), about 6 GiB at the limit (docs/sources.md).
 const (
