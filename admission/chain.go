@@ -22,7 +22,6 @@ import (
 	"k8s.io/apiserver/pkg/authorization/union"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
-	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/warning"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/informers"
@@ -88,7 +87,7 @@ type Chain struct {
 	configStrategies map[k8sschema.GroupResource]builtin.Strategy
 	mutatingPolicies *mutatingPolicies
 	// services is the upstream Service registry, for its allocation hooks.
-	services *genericregistry.Store
+	services *builtin.ServiceStore
 	// client is the plugins' loopback client; PutNamespace writes to it
 	// and waits until the plugins' namespace lister has seen the write.
 	client     *clientset
@@ -104,7 +103,7 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 	if opts.ServiceClusterIPRange == "" {
 		opts.ServiceClusterIPRange = builtin.DefaultServiceClusterIPRange
 	}
-	services, err := builtin.NewServiceStore(opts.ServiceClusterIPRange)
+	services, err := builtin.NewServiceStore(opts.ServiceClusterIPRange, state.Objects())
 	if err != nil {
 		return nil, err
 	}
@@ -144,6 +143,7 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 	if err := c.storeState(ctx); err != nil {
 		return nil, err
 	}
+	c.services.Stored()
 
 	typed, all, err := clientObjects(state, reg)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -90,5 +91,33 @@ func BenchmarkDecode(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkRetained reports the heap the decoded objects keep alive
+// (retained-B/object) and the peak transient heap of decoding them
+// (alloc-B/object), the figures DefaultMaxDocuments and the byte limits are
+// set from: go test ./manifest -run '^$' -bench Retained -benchtime 1x
+func BenchmarkRetained(b *testing.B) {
+	const triples = 10000 // 30,000 objects
+	in := benchManifests(triples)
+	opts := Options{MaxDocuments: 3 * triples, MaxTotalBytes: 1 << 30, MaxFileBytes: 1 << 30}
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		objs, err := Decode("bench.yaml", bytes.NewReader(in), opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		runtime.ReadMemStats(&after)
+		peak := after.TotalAlloc - before.TotalAlloc
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		n := float64(len(objs))
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "retained-B/object")
+		b.ReportMetric(float64(peak)/n, "alloc-B/object")
+		b.ReportMetric(float64(len(in))/n, "input-B/object")
+		runtime.KeepAlive(objs)
 	}
 }

@@ -44,10 +44,10 @@ func (c *GitCommit) Checkout(ctx context.Context, dir string, opts Options) erro
 			return nil
 		}
 		if f.Size > opts.MaxFileBytes {
-			return newError(Source{File: src.URL + "//" + f.Name}, ErrTooLarge, fmt.Sprintf("file is %d bytes, more than the limit of %d", f.Size, opts.MaxFileBytes))
+			return newError(Source{File: src.URL + "//" + f.Name}, ErrTooLarge, fmt.Sprintf("file is %s, larger than the %s limit ("+opts.LimitHint("MaxFileBytes")+")", formatBytes(f.Size), formatBytes(opts.MaxFileBytes)))
 		}
 		if total += f.Size; total > opts.MaxTotalBytes {
-			return newError(Source{File: src.URL}, ErrTooLarge, fmt.Sprintf("the checkout is more than the limit of %d bytes", opts.MaxTotalBytes))
+			return newError(Source{File: src.URL}, ErrTooLarge, fmt.Sprintf("the checkout is larger than the %s limit ("+opts.LimitHint("MaxTotalBytes")+")", formatBytes(opts.MaxTotalBytes)))
 		}
 		dst := filepath.Join(dir, filepath.FromSlash(f.Name))
 		if rel, err := filepath.Rel(dir, dst); err != nil || strings.HasPrefix(rel, "..") {

@@ -85,11 +85,11 @@ func (d *decoder) read(name string, r io.Reader) ([]byte, bool) {
 	if int64(len(data)) > limit {
 		if limit == d.opts.MaxFileBytes {
 			d.fail(newError(Source{File: name}, ErrTooLarge, fmt.Sprintf(
-				"input is larger than the %s limit (MaxFileBytes)", formatBytes(d.opts.MaxFileBytes))))
+				"input is larger than the %s limit ("+d.opts.LimitHint("MaxFileBytes")+")", formatBytes(d.opts.MaxFileBytes))))
 			return nil, false
 		}
 		d.stop(newError(Source{File: name}, ErrTooLarge, fmt.Sprintf(
-			"total input exceeds the %s limit (MaxTotalBytes)", formatBytes(d.opts.MaxTotalBytes))))
+			"total input exceeds the %s limit ("+d.opts.LimitHint("MaxTotalBytes")+")", formatBytes(d.opts.MaxTotalBytes))))
 		return nil, false
 	}
 	return data, true
@@ -101,7 +101,7 @@ func (d *decoder) countDocuments(src Source, n int) bool {
 	d.docs += n
 	if d.docs > d.opts.MaxDocuments {
 		d.stop(newError(src, ErrTooManyDocuments, fmt.Sprintf(
-			"more than %d documents (MaxDocuments); not decoding any further", d.opts.MaxDocuments)))
+			"more than %d documents ("+d.opts.LimitHint("MaxDocuments")+"); not decoding any further", d.opts.MaxDocuments)))
 		return false
 	}
 	return true

@@ -243,3 +243,39 @@ func TestMaxFileBytesForStreams(t *testing.T) {
 		t.Errorf("got %d objects", len(objs))
 	}
 }
+
+// The default document limit fits a platform monorepo after rendering:
+// more than the 10,000 of old (issue 21 item 5).
+func TestDefaultMaxDocuments(t *testing.T) {
+	if DefaultOptions().MaxDocuments != 50000 || (Options{}).withDefaults().MaxDocuments != 50000 {
+		t.Errorf("default MaxDocuments = %d, want 50000", DefaultOptions().MaxDocuments)
+	}
+	item := "- {apiVersion: v1, kind: A, metadata: {name: a}}\n"
+	objs, err := decodeString("apiVersion: v1\nkind: List\nitems:\n"+strings.Repeat(item, 12000), Options{})
+	if err != nil || len(objs) != 12000 {
+		t.Errorf("12000 documents: got %d objects, %v", len(objs), err)
+	}
+	_, err = decodeString("apiVersion: v1\nkind: List\nitems:\n"+strings.Repeat(item, DefaultMaxDocuments+1), Options{})
+	checkErrors(t, err, ErrTooManyDocuments, "f.yaml:1: more than 50000 documents (MaxDocuments)")
+}
+
+// An error of a limit says how to raise it by the caller's name for it.
+func TestLimitNames(t *testing.T) {
+	names := LimitNames{FileBytes: "--max-file-bytes", TotalBytes: "--max-total-bytes", Documents: "--max-documents"}
+	doc := "apiVersion: v1\nkind: A\nmetadata: {name: a}\n---\n"
+	tests := []struct {
+		opts Options
+		want string
+	}{
+		{Options{MaxDocuments: 1, LimitNames: names}, "more than 1 documents (raise it with --max-documents)"},
+		{Options{MaxFileBytes: 10, LimitNames: names}, "larger than the 10 bytes limit (raise it with --max-file-bytes)"},
+		{Options{MaxTotalBytes: 10, LimitNames: names}, "exceeds the 10 bytes limit (raise it with --max-total-bytes)"},
+		{Options{MaxFileBytes: 10}, "limit (MaxFileBytes)"},
+	}
+	for _, tt := range tests {
+		_, err := decodeString(doc+doc, tt.opts)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%+v: %v, want %q", tt.opts, err, tt.want)
+		}
+	}
+}

@@ -97,13 +97,13 @@ func (l *loader) renderKustomization(t *tree, dir, kfile string) {
 	size := int64(stream.Len())
 	if size > l.opts.MaxFileBytes {
 		l.fail(newError(Source{File: name}, ErrTooLarge, fmt.Sprintf(
-			"kustomize output is larger than the %s limit (MaxFileBytes); not loading any of it",
+			"kustomize output is larger than the %s limit ("+l.opts.LimitHint("MaxFileBytes")+"); not loading any of it",
 			formatBytes(l.opts.MaxFileBytes))))
 		return
 	}
 	if l.bytesRead+size > l.opts.MaxTotalBytes {
 		l.stop(newError(Source{File: name}, ErrTooLarge, fmt.Sprintf(
-			"total input exceeds the %s limit (MaxTotalBytes) with this kustomization's output",
+			"total input exceeds the %s limit ("+l.opts.LimitHint("MaxTotalBytes")+") with this kustomization's output",
 			formatBytes(l.opts.MaxTotalBytes))))
 		return
 	}
@@ -357,12 +357,12 @@ func (k *kustFS) ReadFile(p string) ([]byte, error) {
 	name := k.t.display(r)
 	if info.Size() > k.l.opts.MaxFileBytes {
 		return nil, k.refuse(newError(Source{File: name}, ErrTooLarge, fmt.Sprintf(
-			"file is %s, larger than the %s limit (MaxFileBytes)",
+			"file is %s, larger than the %s limit ("+k.l.opts.LimitHint("MaxFileBytes")+")",
 			formatBytes(info.Size()), formatBytes(k.l.opts.MaxFileBytes))))
 	}
 	if k.budget -= info.Size(); k.budget < 0 {
 		return nil, k.refuse(newError(Source{File: name}, ErrTooLarge, fmt.Sprintf(
-			"kustomize read more than the %s limit (MaxTotalBytes) to build this kustomization",
+			"kustomize read more than the %s limit ("+k.l.opts.LimitHint("MaxTotalBytes")+") to build this kustomization",
 			formatBytes(k.l.opts.MaxTotalBytes))))
 	}
 	f, err := k.t.fsys.Open(r)
@@ -376,7 +376,7 @@ func (k *kustFS) ReadFile(p string) ([]byte, error) {
 	}
 	if int64(len(data)) > k.l.opts.MaxFileBytes {
 		return nil, k.refuse(newError(Source{File: name}, ErrTooLarge, fmt.Sprintf(
-			"file is larger than the %s limit (MaxFileBytes)", formatBytes(k.l.opts.MaxFileBytes))))
+			"file is larger than the %s limit ("+k.l.opts.LimitHint("MaxFileBytes")+")", formatBytes(k.l.opts.MaxFileBytes))))
 	}
 	if e := k.l.checkKustomizeInput(name, data); e != nil {
 		return nil, k.refuse(e)

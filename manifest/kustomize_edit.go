@@ -57,7 +57,7 @@ func (k *kustFS) editTop(rel, name string, data []byte) ([]byte, error) {
 	}
 	if int64(len(out)) > k.l.opts.MaxFileBytes {
 		return nil, k.refuse(newError(Source{File: name}, ErrTooLarge, fmt.Sprintf(
-			"the edited kustomization is larger than the %s limit (MaxFileBytes)", formatBytes(k.l.opts.MaxFileBytes))))
+			"the edited kustomization is larger than the %s limit ("+k.l.opts.LimitHint("MaxFileBytes")+")", formatBytes(k.l.opts.MaxFileBytes))))
 	}
 	if e := k.checkKustomization(rel, out); e != nil {
 		// The reference came from the edit, not from a line of the file.

@@ -145,7 +145,7 @@ func (l *loader) loadFile(path string, info fs.FileInfo) {
 
 	if info.Mode().IsRegular() && info.Size() > l.opts.MaxFileBytes {
 		l.fail(newError(Source{File: path}, ErrTooLarge, fmt.Sprintf(
-			"file is %s, larger than the %s limit (MaxFileBytes)",
+			"file is %s, larger than the %s limit ("+l.opts.LimitHint("MaxFileBytes")+")",
 			formatBytes(info.Size()), formatBytes(l.opts.MaxFileBytes))))
 		return
 	}

@@ -5,10 +5,17 @@ import "io"
 // Default limits. They are far above what real manifests need (the API
 // server refuses objects larger than a few MiB anyway) and low enough that a
 // hostile or accidental input fails fast instead of exhausting memory.
+//
+// DefaultMaxDocuments fits a platform monorepo after rendering: a decoded
+// object keeps about 3.7 KiB (BenchmarkRetained), and truce diff of small
+// Deployments and ConfigMaps peaked at 0.9 GiB for 20,000 objects, about
+// 38 KiB an object over a 160 MiB base, so 50,000 objects need about
+// 2 GiB; truce check, which simulates each object, needs about 115 KiB an
+// object (0.7 GiB for 5,000), about 6 GiB at the limit (docs/sources.md).
 const (
 	DefaultMaxFileBytes  = 16 << 20
 	DefaultMaxTotalBytes = 256 << 20
-	DefaultMaxDocuments  = 10000
+	DefaultMaxDocuments  = 50000
 	DefaultMaxDepth      = 100
 	DefaultMaxAliasNodes = 1_000_000
 )
@@ -48,6 +55,10 @@ type Options struct {
 	// contains the directory, or the directory itself when it is not in a
 	// work tree. Files named explicitly are read wherever they are.
 	RepositoryRoot string
+	// LimitNames name MaxFileBytes, MaxTotalBytes and MaxDocuments as the
+	// caller's users set them (a command's flags), so that the error a
+	// limit gives says how to raise it.
+	LimitNames LimitNames
 	// Stdin is read when LoadPaths is given the path "-". A nil Stdin
 	// makes "-" an error rather than silently reading os.Stdin, so that
 	// library callers decide explicitly.
@@ -55,7 +66,7 @@ type Options struct {
 }
 
 // DefaultOptions returns the default limits: 16 MiB per file, 256 MiB per
-// call, 10000 documents, nesting depth 100 and one million alias-expanded
+// call, 50000 documents, nesting depth 100 and one million alias-expanded
 // nodes.
 func DefaultOptions() Options {
 	return Options{
@@ -86,4 +97,25 @@ func (o Options) withDefaults() Options {
 		o.MaxAliasNodes = DefaultMaxAliasNodes
 	}
 	return o
+}
+
+// LimitNames are the caller's names of the limits, such as
+// "--max-documents"; an empty name is the Options field's.
+type LimitNames struct {
+	FileBytes, TotalBytes, Documents string
+}
+
+// LimitHint is what an error says about the limit named by its Options
+// field ("MaxDocuments"): how to raise it by the caller's name for it, or
+// the field.
+func (o Options) LimitHint(field string) string {
+	name := map[string]string{
+		"MaxFileBytes":  o.LimitNames.FileBytes,
+		"MaxTotalBytes": o.LimitNames.TotalBytes,
+		"MaxDocuments":  o.LimitNames.Documents,
+	}[field]
+	if name == "" {
+		return field
+	}
+	return "raise it with " + name
 }

@@ -129,7 +129,7 @@ func (l *loader) loadTreeFile(t *tree, name, real string, info fs.FileInfo) {
 	l.seen[key] = true
 	if info.Size() > l.opts.MaxFileBytes {
 		l.fail(newError(Source{File: name}, ErrTooLarge, fmt.Sprintf(
-			"file is %s, larger than the %s limit (MaxFileBytes)",
+			"file is %s, larger than the %s limit ("+l.opts.LimitHint("MaxFileBytes")+")",
 			formatBytes(info.Size()), formatBytes(l.opts.MaxFileBytes))))
 		return
 	}

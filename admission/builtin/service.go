@@ -5,6 +5,7 @@ import (
 	"net"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/generic"
@@ -23,13 +24,27 @@ import (
 // when the flag is not given.
 const DefaultServiceClusterIPRange = "10.0.0.0/24"
 
-// NewServiceStore returns the upstream Service registry (pkg/registry/core/
+// ServiceStore is the upstream Service registry (pkg/registry/core/
 // service/storage) with allocators for one IPv4 service range. Only its
-// BeginCreate and BeginUpdate hooks are used, always in dry-run mode: they
-// default the IP family fields and "allocate" what a server-side dry run
-// returns — the range's network address as ClusterIP and node ports from
-// 32769 up — without touching storage.
-func NewServiceStore(serviceClusterIPRange string) (*genericregistry.Store, error) {
+// BeginCreate and BeginUpdate hooks are used; a dry run "allocates" what a
+// server-side dry run returns — the range's network address as ClusterIP
+// and node ports from 32769 up — without touching storage.
+//
+// The cluster's existing Services were allocated by that cluster, whose
+// range may be wider than this one (kubeadm's is 10.96.0.0/12) or may have
+// changed since: their addresses are accepted while they are stored, and
+// once Stored is called their addresses and node ports are taken, so a
+// write that asks for one is refused as already allocated, as the server
+// refuses it. A write's address outside the range is still refused.
+type ServiceStore struct {
+	*genericregistry.Store
+	ips   *dryRunIPs
+	ports *nodePorts
+}
+
+// NewServiceStore returns the Service registry for serviceClusterIPRange;
+// existing are the cluster's objects, whose Services hold addresses.
+func NewServiceStore(serviceClusterIPRange string, existing []*unstructured.Unstructured) (*ServiceStore, error) {
 	_, cidr, err := net.ParseCIDR(serviceClusterIPRange)
 	if err != nil {
 		return nil, fmt.Errorf("service cluster IP range %q: %w", serviceClusterIPRange, err)
@@ -42,12 +57,53 @@ func NewServiceStore(serviceClusterIPRange string) (*genericregistry.Store, erro
 		Decorator:      noStorage,
 		ResourcePrefix: "services",
 	}
+	ips, ports := newDryRunIPs(*cidr), newNodePorts()
+	ips.existing, ports.existing = serviceAllocations(existing)
 	rest, _, _, err := servicestorage.NewREST(opts, api.IPv4Protocol,
-		map[api.IPFamily]ipallocator.Interface{api.IPv4Protocol: dryRunIPs{cidr: *cidr}}, newNodePorts(), nil, nil, nil)
+		map[api.IPFamily]ipallocator.Interface{api.IPv4Protocol: ips}, ports, nil, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("building the Service registry: %w", err)
 	}
-	return rest.Store, nil
+	return &ServiceStore{Store: rest.Store, ips: ips, ports: ports}, nil
+}
+
+// Stored says the existing Services are stored: from now on their
+// addresses and node ports are allocated.
+func (s *ServiceStore) Stored() {
+	s.ips.stored()
+	s.ports.stored()
+}
+
+// serviceAllocations are the cluster IPs and node ports the Services of
+// objs hold.
+func serviceAllocations(objs []*unstructured.Unstructured) (ips map[string]bool, ports []int) {
+	ips = map[string]bool{}
+	for _, o := range objs {
+		if o.GetKind() != "Service" || o.GroupVersionKind().Group != "" {
+			continue
+		}
+		addrs, _, _ := unstructured.NestedStringSlice(o.Object, "spec", "clusterIPs")
+		if ip, _, _ := unstructured.NestedString(o.Object, "spec", "clusterIP"); ip != "" {
+			addrs = append(addrs, ip)
+		}
+		for _, a := range addrs {
+			if ip := net.ParseIP(a); ip != nil {
+				ips[ip.String()] = true
+			}
+		}
+		list, _, _ := unstructured.NestedSlice(o.Object, "spec", "ports")
+		for _, p := range list {
+			if m, ok := p.(map[string]any); ok {
+				if n, ok, _ := unstructured.NestedInt64(m, "nodePort"); ok && n > 0 {
+					ports = append(ports, int(n))
+				}
+			}
+		}
+		if n, ok, _ := unstructured.NestedInt64(o.Object, "spec", "healthCheckNodePort"); ok && n > 0 {
+			ports = append(ports, int(n))
+		}
+	}
+	return ips, ports
 }
 
 // noStorage satisfies the store's construction; truce never reads or writes
@@ -57,24 +113,53 @@ func noStorage(*storagebackend.ConfigForResource, string, func(runtime.Object) (
 	return nil, func() {}, nil
 }
 
-// dryRunIPs answers like ipallocator.Allocator in dry-run mode.
-type dryRunIPs struct{ cidr net.IPNet }
+// dryRunIPs answers like ipallocator.Allocator in dry-run mode, except
+// for the existing Services' addresses (ServiceStore).
+type dryRunIPs struct {
+	cidr net.IPNet
 
-func (a dryRunIPs) Allocate(ip net.IP) error {
+	mu sync.Mutex
+	// existing are the existing Services' addresses; taken says they are
+	// stored and so allocated.
+	existing map[string]bool
+	taken    bool
+}
+
+func newDryRunIPs(cidr net.IPNet) *dryRunIPs { return &dryRunIPs{cidr: cidr} }
+
+func (a *dryRunIPs) stored() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.taken = true
+}
+
+func (a *dryRunIPs) Allocate(ip net.IP) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.existing[ip.String()] {
+		if a.taken {
+			return ipallocator.ErrAllocated
+		}
+		return nil
+	}
 	if !a.cidr.Contains(ip) {
 		return &ipallocator.ErrNotInRange{IP: ip, ValidRange: a.cidr.String()}
 	}
 	return nil
 }
-func (a dryRunIPs) AllocateNext() (net.IP, error) { return a.cidr.IP, nil }
-func (a dryRunIPs) Release(net.IP) error          { return nil }
-func (a dryRunIPs) ForEach(func(net.IP))          {}
-func (a dryRunIPs) CIDR() net.IPNet               { return a.cidr }
-func (a dryRunIPs) IPFamily() api.IPFamily        { return api.IPv4Protocol }
-func (a dryRunIPs) Has(net.IP) bool               { return false }
-func (a dryRunIPs) Destroy()                      {}
-func (a dryRunIPs) EnableMetrics()                {}
-func (a dryRunIPs) DryRun() ipallocator.Interface { return a }
+func (a *dryRunIPs) AllocateNext() (net.IP, error) { return a.cidr.IP, nil }
+func (a *dryRunIPs) Release(net.IP) error          { return nil }
+func (a *dryRunIPs) ForEach(func(net.IP))          {}
+func (a *dryRunIPs) CIDR() net.IPNet               { return a.cidr }
+func (a *dryRunIPs) IPFamily() api.IPFamily        { return api.IPv4Protocol }
+func (a *dryRunIPs) Has(ip net.IP) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.taken && a.existing[ip.String()]
+}
+func (a *dryRunIPs) Destroy()                      {}
+func (a *dryRunIPs) EnableMetrics()                {}
+func (a *dryRunIPs) DryRun() ipallocator.Interface { return a }
 
 // nodePorts is kube-apiserver's default --service-node-port-range
 // (30000-32767) for the in-process cluster's own writes, which are not dry
@@ -85,11 +170,23 @@ func (a dryRunIPs) DryRun() ipallocator.Interface { return a }
 type nodePorts struct {
 	mu   sync.Mutex
 	used map[int]bool
+	// existing are the existing Services' node ports, used once they are
+	// stored: a dry run only asks Has, so storing them must not find them
+	// taken.
+	existing []int
 }
 
 const firstNodePort, lastNodePort = 30000, 32767
 
 func newNodePorts() *nodePorts { return &nodePorts{used: map[int]bool{}} }
+
+func (p *nodePorts) stored() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, port := range p.existing {
+		p.used[port] = true
+	}
+}
 
 func (p *nodePorts) Allocate(port int) error {
 	p.mu.Lock()

@@ -14,6 +14,7 @@ import (
 
 type admitOptions struct {
 	clusterFlags
+	limitFlags
 	files           []string
 	output          string
 	user            string
@@ -75,6 +76,8 @@ Exit status: 0 when every write is admitted, 1 when any is denied, 2 on error.`,
 	f := cmd.Flags()
 	f.StringSliceVarP(&o.files, "filename", "f", nil, "files or directories (recursive) of manifests to write; - for stdin")
 	o.clusterFlags.register(f)
+	o.limitFlags.register(f)
+	o.clusterFlags.limits = &o.limitFlags
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text, yaml or json")
 	f.StringVar(&o.user, "user", "", "the user making the writes (default: a cluster admin in system:masters)")
 	f.StringSliceVar(&o.groups, "group", nil, "a group of --user (repeatable)")
@@ -102,7 +105,10 @@ func runAdmit(ctx context.Context, cmd *cobra.Command, o *admitOptions) error {
 	if len(o.groups) > 0 && o.user == "" {
 		return fmt.Errorf("--group needs --user")
 	}
-	lopts := manifest.DefaultOptions()
+	lopts, err := o.limitFlags.options()
+	if err != nil {
+		return err
+	}
 	lopts.Stdin = cmd.InOrStdin()
 	writes, err := manifest.LoadPaths(ctx, o.files, lopts)
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 type checkOptions struct {
 	clusterFlags
 	renderFlags
+	limitFlags
 	format      string
 	output      string
 	color       string
@@ -91,6 +92,8 @@ stays OutOfSync, 2 error.`,
 	f := cmd.Flags()
 	o.clusterFlags.register(f)
 	o.renderFlags.register(f)
+	o.limitFlags.register(f)
+	o.clusterFlags.limits, o.renderFlags.limits = &o.limitFlags, &o.limitFlags
 	f.StringVar(&o.format, "format", "text", "output format: "+checkFormats)
 	f.StringVarP(&o.output, "output", "o", "", "write the report to this file (atomically) instead of stdout")
 	f.StringVar(&o.color, "color", "auto", "colour the text output: auto (when stdout is a terminal), always or never")
@@ -275,7 +278,10 @@ func loadArgs(ctx context.Context, cmd *cobra.Command, rf *renderFlags, args []s
 	if err := rf.validateGit(); err != nil {
 		return nil, err
 	}
-	lopts := manifest.DefaultOptions()
+	lopts, err := rf.limits.options()
+	if err != nil {
+		return nil, err
+	}
 	lopts.Stdin = cmd.InOrStdin()
 	var objs []manifest.Object
 	for _, arg := range args {

@@ -19,6 +19,8 @@ type clusterFlags struct {
 	enablePlugins  []string
 	disablePlugins []string
 	serviceRange   string
+	// limits bound reading the files of -c; the command's --max-* flags.
+	limits *limitFlags
 }
 
 func (c *clusterFlags) register(f *pflag.FlagSet) {
@@ -27,7 +29,7 @@ func (c *clusterFlags) register(f *pflag.FlagSet) {
 	f.BoolVar(&c.callWebhooks, "call-webhooks", false, "call webhooks configured with a URL (they are only called when asked)")
 	f.StringSliceVar(&c.enablePlugins, "enable-admission-plugins", nil, "admission plugins to enable in addition to kube-apiserver's defaults")
 	f.StringSliceVar(&c.disablePlugins, "disable-admission-plugins", nil, "admission plugins to disable, as the cluster's kube-apiserver does")
-	f.StringVar(&c.serviceRange, "service-cluster-ip-range", "10.0.0.0/24", "the cluster's --service-cluster-ip-range; a dry run answers with its network address as a Service's ClusterIP")
+	f.StringVar(&c.serviceRange, "service-cluster-ip-range", "10.0.0.0/24", "the cluster's --service-cluster-ip-range; a dry run answers with its network address as a Service's ClusterIP. Services given with -c keep the addresses and node ports their cluster gave them, inside the range or not")
 }
 
 // load reads the cluster's objects into a state and returns the admission
@@ -36,7 +38,11 @@ func (c *clusterFlags) register(f *pflag.FlagSet) {
 //
 // extra objects join the state (CRDs the repository needs).
 func (c *clusterFlags) load(ctx context.Context, extra ...*unstructured.Unstructured) (*admission.State, admission.Options, []manifest.Object, error) {
-	objs, err := manifest.LoadPaths(ctx, c.cluster, manifest.DefaultOptions())
+	lopts, err := c.limits.options()
+	if err != nil {
+		return nil, admission.Options{}, nil, err
+	}
+	objs, err := manifest.LoadPaths(ctx, c.cluster, lopts)
 	if err != nil {
 		return nil, admission.Options{}, nil, err
 	}

@@ -25,6 +25,7 @@ import (
 type diffOptions struct {
 	clusterFlags
 	renderFlags
+	limitFlags
 	strategy    string
 	output      string
 	color       string
@@ -96,6 +97,8 @@ Exit status, as flux diff: 0 no drift, 1 drift, 2 error.`,
 	f := cmd.Flags()
 	o.clusterFlags.register(f)
 	o.renderFlags.register(f)
+	o.limitFlags.register(f)
+	o.clusterFlags.limits, o.renderFlags.limits = &o.limitFlags, &o.limitFlags
 	f.StringVar(&o.strategy, "strategy", strategyAuto, "how drift is decided: "+strategyListForUsage)
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	f.StringVar(&o.color, "color", "auto", "colour the text output: auto (when stdout is a terminal), always or never")
@@ -196,7 +199,11 @@ func (o *diffOptions) openCluster(ctx context.Context, r *repository) (cluster.C
 		}
 		return c, nil, func() {}, nil
 	}
-	clusterObjs, err := manifest.LoadPaths(ctx, o.cluster, manifest.DefaultOptions())
+	lopts, err := o.limitFlags.options()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	clusterObjs, err := manifest.LoadPaths(ctx, o.cluster, lopts)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -21,6 +21,7 @@ import (
 type fixOptions struct {
 	clusterFlags
 	renderFlags
+	limitFlags
 	dryRun bool
 	kinds  []string
 	object string
@@ -71,6 +72,8 @@ Exit status: 0 everything settles after the fixes, 1 something still does not,
 	f := cmd.Flags()
 	o.clusterFlags.register(f)
 	o.renderFlags.register(f)
+	o.limitFlags.register(f)
+	o.clusterFlags.limits, o.renderFlags.limits = &o.limitFlags, &o.limitFlags
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the changes instead of writing them")
 	f.StringSliceVar(&o.kinds, "kind", nil, "fix kinds to use, in order: "+fixKindList()+" (default: the first verified)")
 	f.StringVar(&o.object, "object", "", "fix only objects whose name (Kind[.group]/namespace/name) contains this")

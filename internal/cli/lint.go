@@ -24,6 +24,7 @@ import (
 
 type lintOptions struct {
 	renderFlags
+	limitFlags
 	kubeconfig  string
 	kubeContext string
 	format      string
@@ -70,6 +71,8 @@ Exit status: 0 no finding at or above --fail-on (default error), 1 some, 2 error
 	}
 	f := cmd.Flags()
 	o.renderFlags.register(f)
+	o.limitFlags.register(f)
+	o.renderFlags.limits = &o.limitFlags
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "also lint the live cluster of this kubeconfig (read only)")
 	f.StringVar(&o.kubeContext, "context", "", "the kubeconfig context (implies reading the live cluster)")
 	f.StringVar(&o.format, "format", "text", "output format: text, json or sarif")
@@ -120,7 +123,10 @@ func runLint(ctx context.Context, cmd *cobra.Command, o *lintOptions, paths []st
 				inputs = append(inputs, append(append([]manifest.Object(nil), w.Objects...), w.Base...))
 			}
 		} else {
-			lopts := manifest.DefaultOptions()
+			lopts, err := o.limitFlags.options()
+			if err != nil {
+				return err
+			}
 			lopts.Stdin = cmd.InOrStdin()
 			files, err := manifest.LoadPaths(ctx, paths, lopts)
 			if err != nil {

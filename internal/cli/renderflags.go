@@ -28,6 +28,8 @@ type renderFlags struct {
 	// repositories Applications and GitRepositories clone.
 	gitSecret       string
 	gitInsecureHTTP bool
+	// limits bound reading the repository; the command's --max-* flags.
+	limits *limitFlags
 }
 
 func (r *renderFlags) register(f *pflag.FlagSet) {
@@ -41,8 +43,12 @@ func (r *renderFlags) register(f *pflag.FlagSet) {
 
 // options are the world.Options the flags say; errors are about the
 // flags.
-func (r *renderFlags) options(lopts manifest.Options) (world.Options, error) {
+func (r *renderFlags) options() (world.Options, error) {
 	if err := r.validateGit(); err != nil {
+		return world.Options{}, err
+	}
+	lopts, err := r.limits.options()
+	if err != nil {
 		return world.Options{}, err
 	}
 	return world.Options{
@@ -100,7 +106,7 @@ func loadCheckRequests(ctx context.Context, cmd *cobra.Command, ws *check.Worksp
 	if err != nil {
 		return nil, err
 	}
-	wopts, err := rf.options(manifest.DefaultOptions())
+	wopts, err := rf.options()
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +149,7 @@ func readWorlds(ctx context.Context, rf *renderFlags, paths []string) (worlds []
 			return nil, false, nil
 		}
 	}
-	wopts, err := rf.options(manifest.DefaultOptions())
+	wopts, err := rf.options()
 	if err != nil {
 		return nil, true, err
 	}

@@ -26,6 +26,7 @@ import (
 type syncOptions struct {
 	syncer.Options
 	clusterFlags
+	limitFlags
 	output      string
 	ignoreFiles []string
 	// interval and leaderElect are the flags' values; the sync's options
@@ -120,6 +121,8 @@ contested, 2 error.`,
 	def := syncer.DefaultOptions()
 	f := cmd.Flags()
 	o.clusterFlags.register(f)
+	o.limitFlags.register(f)
+	o.clusterFlags.limits = &o.limitFlags
 	f.StringVar(&o.Ref, "ref", "", "the branch, tag or commit to sync (default: SOURCE's ?ref=, else HEAD)")
 	f.StringVar(&o.Path, "path", "", "the directory or file inside the repository (default: SOURCE's //path, else the root)")
 	f.BoolVar(&o.Once, "once", false, "run one pass, print what it did and exit")
@@ -191,6 +194,10 @@ func (o *syncOptions) Validate() error {
 	case "text", "json":
 	default:
 		return fmt.Errorf("unknown output format %q (want text or json)", o.output)
+	}
+	var err error
+	if o.Manifest, err = o.limitFlags.options(); err != nil {
+		return err
 	}
 	return o.Options.Validate()
 }

@@ -43,6 +43,7 @@ type webhookConfigOptions struct {
 	caBundle       string
 	timeoutSeconds int32
 	output         string
+	limitFlags
 }
 
 func newWebhookConfigCommand() *cobra.Command {
@@ -78,6 +79,7 @@ created; an error names the file and line.`,
 		},
 	}
 	f := cmd.Flags()
+	o.limitFlags.register(f)
 	f.StringSliceVar(&o.policies, "policies", nil, "files or directories (recursive) holding the MutatingAdmissionPolicies and ValidatingAdmissionPolicies the webhook serves (repeatable)")
 	f.StringVar(&o.name, "name", configuration.DefaultName, "name of the two configurations")
 	f.StringVar(&o.namespace, "namespace", defaultWebhookNamespace, "namespace of the webhook's Service and pods; never matched by the webhook")
@@ -119,7 +121,10 @@ func runWebhookConfig(ctx context.Context, cmd *cobra.Command, o *webhookConfigO
 	}
 	opts.CABundle = ca
 
-	lopts := manifest.DefaultOptions()
+	lopts, err := o.limitFlags.options()
+	if err != nil {
+		return err
+	}
 	lopts.Stdin = cmd.InOrStdin()
 	objs, err := manifest.LoadPaths(ctx, o.policies, lopts)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/truce-dev/truce/cluster"
 	"github.com/truce-dev/truce/drift/ignore"
+	"github.com/truce-dev/truce/manifest"
 	"github.com/truce-dev/truce/reconcile"
 )
 
@@ -50,6 +51,9 @@ type Options struct {
 	// Admission are the files of admission configuration the offline
 	// prediction uses instead of the cluster's.
 	Admission []string
+	// Manifest bounds what is read of the repository and of Admission
+	// (the --max-* flags); zero limits are manifest's defaults.
+	Manifest manifest.Options
 	// Rules reads the ignore rules when the sync opens (nil: none).
 	Rules func(ctx context.Context) ([]ignore.Rule, error)
 	Loop  reconcile.LoopOptions

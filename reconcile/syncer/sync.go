@@ -88,7 +88,7 @@ func (o Options) open(ctx context.Context) (*Sync, error) {
 
 	var predictorFiles []*unstructured.Unstructured
 	if len(o.Admission) > 0 {
-		objs, err := manifest.LoadPaths(ctx, o.Admission, manifest.DefaultOptions())
+		objs, err := manifest.LoadPaths(ctx, o.Admission, o.Manifest)
 		if err != nil {
 			return s, fmt.Errorf("--admission: %w", err)
 		}
@@ -171,7 +171,7 @@ func (o Options) open(ctx context.Context) (*Sync, error) {
 	if err != nil {
 		return s, err
 	}
-	git := &reconcile.GitSource{Git: src, Options: manifest.DefaultOptions(), Auth: gitAuth, Render: rnd}
+	git := &reconcile.GitSource{Git: src, Options: o.Manifest, Auth: gitAuth, Render: rnd}
 	if s.reconciler, err = reconcile.New(c, git, store, opts, with...); err != nil {
 		return s, err
 	}

@@ -183,7 +183,7 @@ func (d *dirReader) readFile(ctx context.Context, p string, e fs.DirEntry) bool 
 	isJsonnet := strings.HasSuffix(name, ".jsonnet")
 	if info.Size() > d.opts.MaxFileBytes {
 		d.fail(&manifest.Error{Source: src, Err: manifest.ErrTooLarge, Msg: fmt.Sprintf(
-			"file is %d bytes, larger than the %d-byte limit (MaxFileBytes)", info.Size(), d.opts.MaxFileBytes)})
+			"file is %d bytes, larger than the %d-byte limit ("+d.opts.LimitHint("MaxFileBytes")+")", info.Size(), d.opts.MaxFileBytes)})
 		return true
 	}
 	if !isJsonnet {
@@ -191,7 +191,7 @@ func (d *dirReader) readFile(ctx context.Context, p string, e fs.DirEntry) bool 
 		// not count; their output does, below.
 		if d.total += info.Size(); d.total > d.opts.MaxTotalBytes {
 			d.fail(&manifest.Error{Source: src, Err: manifest.ErrTooLarge, Msg: fmt.Sprintf(
-				"the directory source's files exceed the %d-byte limit (MaxTotalBytes)", d.opts.MaxTotalBytes)})
+				"the directory source's files exceed the %d-byte limit ("+d.opts.LimitHint("MaxTotalBytes")+")", d.opts.MaxTotalBytes)})
 			return false
 		}
 	}
@@ -235,7 +235,7 @@ func (d *dirReader) evaluate(ctx context.Context, display string, src manifest.S
 	for _, o := range objs {
 		if d.total += int64(len(o.Raw)); d.total > d.opts.MaxTotalBytes {
 			d.fail(&manifest.Error{Source: src, Err: manifest.ErrTooLarge, Msg: fmt.Sprintf(
-				"the directory source's files and Jsonnet output exceed the %d-byte limit (MaxTotalBytes)", d.opts.MaxTotalBytes)})
+				"the directory source's files and Jsonnet output exceed the %d-byte limit ("+d.opts.LimitHint("MaxTotalBytes")+")", d.opts.MaxTotalBytes)})
 			return false
 		}
 	}
