@@ -15,6 +15,9 @@ const (
 	// FixServerSideDiff turns on Argo CD's server-side diff with
 	// IncludeMutationWebhook.
 	FixServerSideDiff FixKind = "argocd-server-side-diff"
+	// FixGiveToController removes from Git the fields a controller writes
+	// (an autoscaler's replicas), so that it owns them alone.
+	FixGiveToController FixKind = "give-to-controller"
 	// FixIgnoreRule hands the fields to the other writer with a narrow
 	// ignore rule.
 	FixIgnoreRule FixKind = "ignore-rule"
