@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/truce-dev/truce/cluster"
+	"github.com/truce-dev/truce/cluster/memory"
 	"github.com/truce-dev/truce/fix"
 	"github.com/truce-dev/truce/report"
 	"github.com/truce-dev/truce/simulate"
@@ -44,14 +45,11 @@ func (r *Repository) verifyFromLive(ctx context.Context, load Loader, c *fix.Can
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cl, err := r.NewCluster(cctx, opts.Admission)
+	cl, err := r.currentState(cctx, s, o, opts)
 	if err != nil {
 		return "", false, err
 	}
 	defer cl.Close()
-	if _, err := r.runOn(ctx, cl, s, o, opts); err != nil {
-		return "", false, fmt.Errorf("simulating the current Git: %w", err)
-	}
 	after, err := r2.runOn(ctx, cl, s2, o, opts)
 	if err != nil {
 		return "", false, fmt.Errorf("simulating the fix from the current Git's state: %w", err)
@@ -85,11 +83,42 @@ func (r *Repository) verifyFromLive(ctx context.Context, load Loader, c *fix.Can
 	if o.Loop != nil {
 		other = o.Loop.Other
 	}
-	c.Warning = fmt.Sprintf("%s still owns %s in the running cluster from its last apply: the field is removed on the next apply, then %s sets it again (%d write(s) of the tool to it after the change, simulated). "+
-		"Take ownership away from the tool first (on a live object, let %s write the field after the tool's last apply), or apply the change when the field's default is acceptable for a moment.",
-		report.ToolTitle(s.Tool), strings.Join(c.Fields, ", "), other, rewrites, other)
+	c.Warning = fmt.Sprintf("%s still owns %s from its last apply (%d write(s) of the tool to it after the change, simulated): the field is removed on the next apply, then %s sets it again; "+
+		"meanwhile the object has the API server's default. Remove the field from what the tool remembers of its last apply first, or accept that moment.",
+		report.ToolTitle(s.Tool), strings.Join(c.Fields, ", "), rewrites, other)
 	c.Unsafe = true
 	return verdict, false, nil
+}
+
+// currentState returns a cluster as the current Git leaves it most of
+// the time: the unit simulated up to the other writer's last write to o
+// (in a loop the tool's writes are minutes apart and the controller
+// answers within seconds). The simulation is run once to find that
+// moment, then again on the cluster returned, stopped there.
+func (r *Repository) currentState(ctx context.Context, s *simulate.Setup, o *simulate.Object, opts Options) (*memory.Cluster, error) {
+	scratch, err := r.NewCluster(ctx, opts.Admission)
+	if err != nil {
+		return nil, err
+	}
+	res, err := r.runOn(ctx, scratch, s, o, opts)
+	scratch.Close()
+	if err != nil {
+		return nil, fmt.Errorf("simulating the current Git: %w", err)
+	}
+	for _, w := range res.Writes {
+		if w.Ref == o.Ref && !w.ByTool && w.Changed && w.Error == "" && w.At > 0 {
+			opts.Simulation.Window = w.At
+		}
+	}
+	cl, err := r.NewCluster(ctx, opts.Admission)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.runOn(ctx, cl, s, o, opts); err != nil {
+		cl.Close()
+		return nil, fmt.Errorf("simulating the current Git: %w", err)
+	}
+	return cl, nil
 }
 
 // verifyCandidate verifies c: from the current Git's state when the fix

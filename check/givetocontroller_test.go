@@ -82,7 +82,7 @@ spec:
 				switch pf.Tool {
 				case "flux":
 					if verdict != simulate.Synced || c.Unsafe || pf.Chosen != c {
-						t.Errorf("flux: verdict %q, unsafe %v, chosen %+v; want the fix verified Synced and chosen (notes %v, warning %q)", verdict, c.Unsafe, pf.Chosen, pf.Notes, c.Warning)
+						t.Errorf("flux: verdict %q, unsafe %v, chosen %v; want the fix verified Synced and chosen (notes %v, warning %q)", verdict, c.Unsafe, pf.Chosen == c, pf.Notes, c.Warning)
 					}
 				case "argocd":
 					if !c.Unsafe || pf.Chosen == c || !strings.Contains(c.Warning, "the field is removed on the next apply, then kube-controller-manager sets it again") {
@@ -95,4 +95,28 @@ spec:
 			}
 		})
 	}
+}
+
+// The hpa-flux example: its Kustomization's simulation ends on Flux's
+// apply, yet the fix meets the cluster as it is between two applies,
+// after the autoscaler took replicas over: verified and chosen.
+func TestGiveToControllerFixFromTheControllersWrite(t *testing.T) {
+	root := t.TempDir()
+	if err := copyTree(filepath.Join("..", "examples", "hpa-flux"), root); err != nil {
+		t.Fatal(err)
+	}
+	outs := checkWorlds(t, []string{root}, offlineOptions(t, root), nil)
+	for _, pf := range outs[0].Problems {
+		if pf.Ref.String() == "Deployment.apps/shop/web" {
+			if pf.Chosen == nil || pf.Chosen.Kind != fix.KindGiveToController {
+				var kinds []fix.Kind
+				for _, c := range pf.Candidates {
+					kinds = append(kinds, c.Kind)
+				}
+				t.Fatalf("chosen %v, want give-to-controller; candidates %v, verdicts %v, notes %v", pf.Chosen != nil, kinds, pf.Verdicts, pf.Notes)
+			}
+			return
+		}
+	}
+	t.Fatalf("no problem for the web Deployment; verdicts %v", verdicts(outs))
 }
