@@ -184,13 +184,13 @@ func (r *Repository) fixes(ctx context.Context, s *simulate.Setup, o *simulate.O
 			pf.Verdicts[i] = ""
 			continue
 		}
-		v, err := r.verify(ctx, load, c, s, o, opts)
+		v, safe, err := r.verifyCandidate(ctx, load, c, s, o, opts)
 		if err != nil {
 			pf.Notes = append(pf.Notes, fmt.Sprintf("%s: not verified: %v", c.Kind, err))
 			continue
 		}
 		pf.Verdicts[i] = v
-		if pf.Chosen == nil && v == simulate.Synced {
+		if pf.Chosen == nil && v == simulate.Synced && safe {
 			pf.Chosen = c
 		}
 	}
@@ -335,7 +335,7 @@ func reportObject(o *simulate.Object, res *simulate.Result) report.Object {
 
 func reportFix(c *fix.Candidate, verdict simulate.Verdict) report.Fix {
 	f := report.Fix{Kind: string(c.Kind), Title: c.Title, Description: c.Description, Warning: c.Warning,
-		Verified: verdict == simulate.Synced, Verdict: verdict}
+		Verified: verdict == simulate.Synced && !c.Unsafe, Verdict: verdict}
 	for _, p := range c.Paths() {
 		f.Edits = append(f.Edits, report.Edit{Path: p, New: c.Before[p] == nil, Diff: c.Diff(p)})
 	}

@@ -18,6 +18,9 @@ const (
 	// FixIgnoreAggregatedRoles sets ignoreAggregatedRoles in Argo CD's
 	// resource.compareoptions.
 	FixIgnoreAggregatedRoles FixKind = "argocd-ignore-aggregated-roles"
+	// FixGiveToController removes from Git the fields a controller writes
+	// (an autoscaler's replicas), so that it owns them alone.
+	FixGiveToController FixKind = "give-to-controller"
 	// FixIgnoreRule hands the fields to the other writer with a narrow
 	// ignore rule.
 	FixIgnoreRule FixKind = "ignore-rule"

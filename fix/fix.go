@@ -6,7 +6,9 @@
 //  2. switch mutate to validate (a ValidatingAdmissionPolicy in Warn that
 //     enforces the value, replacing the mutating binding);
 //  3. Argo CD server-side diff with IncludeMutationWebhook;
-//  4. narrow ignore rules (Argo CD ignoreDifferences with
+//  4. for a field a controller writes (an autoscaler's replicas), removing
+//     it from Git so that the controller owns it alone;
+//  5. narrow ignore rules (Argo CD ignoreDifferences with
 //     RespectIgnoreDifferences, or Flux spec.ignore), scoped to the object
 //     and fields of the loop.
 //
@@ -44,13 +46,14 @@ const (
 	KindValidatingPolicy   = drift.FixValidatingPolicy
 	KindServerSideDiff     = drift.FixServerSideDiff
 	KindAggregatedRoles    = drift.FixIgnoreAggregatedRoles
+	KindGiveToController   = drift.FixGiveToController
 	KindIgnoreRule         = drift.FixIgnoreRule
 	KindTrackingAnnotation = drift.FixTrackingAnnotation
 )
 
 // Kinds lists every kind of fix, in order of preference.
 func Kinds() []Kind {
-	return []Kind{KindGitValue, KindValidatingPolicy, KindServerSideDiff, KindAggregatedRoles, KindIgnoreRule, KindTrackingAnnotation}
+	return []Kind{KindGitValue, KindValidatingPolicy, KindServerSideDiff, KindAggregatedRoles, KindGiveToController, KindIgnoreRule, KindTrackingAnnotation}
 }
 
 // Problem is an object that does not settle, with what a fix needs to know.
@@ -81,6 +84,17 @@ type Candidate struct {
 	// old content (nil for files it creates).
 	Files  map[string][]byte
 	Before map[string][]byte
+	// FromLive asks for the fix to be verified from the state the current
+	// Git leaves in the cluster, not from an empty one: what the tool owns
+	// there (server-side apply's managed fields, kubectl's
+	// last-applied-configuration) decides what dropping a field does.
+	// Fields lists the fields the fix takes out of Git.
+	FromLive bool
+	Fields   []string
+	// Unsafe is set by the verification: the tool writes the fields once
+	// more on the way (Warning says what happens), so the fix is not
+	// offered as verified even when the object settles.
+	Unsafe bool
 }
 
 // Paths lists the files the fix writes, sorted.
@@ -149,6 +163,10 @@ func Candidates(p Problem, read Reader) (out []*Candidate, skipped []string) {
 		if p.Tool == "argocd" && p.aggregatedRules() {
 			c, err := e.fresh().ignoreAggregatedRoles(p)
 			add(KindAggregatedRoles, c, err)
+		}
+		if o.Loop != nil && o.Loop.OtherKind == "controller" && len(p.loopFields()) > 0 {
+			c, err := e.fresh().giveToController(p)
+			add(KindGiveToController, c, err)
 		}
 		if len(p.loopFields()) > 0 {
 			c, err := e.fresh().ignoreRule(p)

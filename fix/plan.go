@@ -15,6 +15,10 @@ import (
 type Plan struct {
 	Candidate
 	read Reader
+	// removed are the fixes that took fields out of Git, by object,
+	// source and fields: the same object under another tool needs the
+	// same edit, already made.
+	removed map[string]*Candidate
 }
 
 // NewPlan starts a plan over the files read reads (os.ReadFile when nil).
@@ -22,7 +26,7 @@ func NewPlan(read Reader) *Plan {
 	if read == nil {
 		read = os.ReadFile
 	}
-	return &Plan{Candidate: Candidate{Files: map[string][]byte{}, Before: map[string][]byte{}}, read: read}
+	return &Plan{Candidate: Candidate{Files: map[string][]byte{}, Before: map[string][]byte{}}, read: read, removed: map[string]*Candidate{}}
 }
 
 // Add makes p's fix of the given kind over the files as the plan left
@@ -33,6 +37,13 @@ func (pl *Plan) Add(p Problem, kind Kind) (*Candidate, error) {
 			return data, nil
 		}
 		return pl.read(path)
+	}
+	key := ""
+	if kind == KindGiveToController {
+		key = fmt.Sprintf("%s %s %s", p.Object.Ref, p.Source, strings.Join(p.loopFields(), ","))
+		if c, ok := pl.removed[key]; ok {
+			return c, nil
+		}
 	}
 	cands, skipped := Candidates(p, read)
 	var c *Candidate
@@ -50,6 +61,9 @@ func (pl *Plan) Add(p Problem, kind Kind) (*Candidate, error) {
 			pl.Before[path] = c.Before[path]
 		}
 		pl.Files[path] = c.Files[path]
+	}
+	if key != "" {
+		pl.removed[key] = c
 	}
 	return c, nil
 }

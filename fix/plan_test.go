@@ -50,3 +50,28 @@ func TestPlanAppliesFixesOneOverTheOther(t *testing.T) {
 		t.Errorf("a fix that is not a candidate: %v", err)
 	}
 }
+
+// The same object looping under Argo CD and Flux needs one removal: the
+// second tool's give-to-controller fix is the first's, already in the
+// plan.
+func TestPlanGivesAFieldAwayOnce(t *testing.T) {
+	read := func(p string) ([]byte, error) {
+		if p == "deployment.yaml" {
+			return []byte(scaled), nil
+		}
+		return nil, errNotExist
+	}
+	ref := cluster.Ref{Namespace: "default", Name: "podinfo"}
+	ref.Group, ref.Version, ref.Kind = "apps", "v1", "Deployment"
+	pl := NewPlan(read)
+	for _, tool := range []string{"flux", "argocd"} {
+		o := &simulate.Object{Ref: ref, InGit: true, Verdict: simulate.Loop,
+			Loop: &simulate.LoopInfo{Fields: []string{"/spec/replicas"}, Other: "kube-controller-manager", OtherKind: "controller"}}
+		if _, err := pl.Add(Problem{Tool: tool, Object: o, Source: manifest.Source{File: "deployment.yaml", Line: 1}}, KindGiveToController); err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+	}
+	if got, want := string(pl.Files["deployment.yaml"]), strings.Replace(scaled, "  replicas: 1 # one to start\n", "", 1); got != want {
+		t.Errorf("deployment.yaml:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -104,7 +104,7 @@ type Event struct {
 // Fix is one way to resolve a problem.
 type Fix struct {
 	// Kind is git-value, validating-policy, argocd-server-side-diff,
-	// ignore-rule or tracking-annotation.
+	// give-to-controller, ignore-rule or tracking-annotation.
 	Kind  string `json:"kind"`
 	Title string `json:"title"`
 	// Description says what changes and why; Warning what the user gives

@@ -212,6 +212,8 @@ func (p *printer) fix(label string, f Fix, diffs bool) {
 	status := "not verified"
 	if f.Verified {
 		status = "verified: " + string(f.Verdict) + " after the fix"
+	} else if f.Verdict == simulate.Synced {
+		status = "not safe: " + string(f.Verdict) + " only after the tool writes the field again"
 	} else if f.Verdict != "" {
 		status = "does not resolve it: " + string(f.Verdict) + " after the fix"
 	}
