@@ -28,6 +28,9 @@ type Registry struct {
 	tags      map[string][]string // repository -> tags
 	// Requests counts the requests served.
 	Requests atomic.Int64
+	// Corrupt serves every blob over 100 bytes altered under its true
+	// digest, to prove clients check digests.
+	Corrupt atomic.Bool
 }
 
 // NewRegistry starts a registry, closed when the test ends.
@@ -48,9 +51,17 @@ type Layer struct {
 	Data      []byte
 }
 
-// Push stores an artifact of layers as repository:tag and returns its
-// manifest digest.
+// Push stores an artifact of layers, with an empty config, as
+// repository:tag and returns its manifest digest.
 func (r *Registry) Push(t testing.TB, repository, tag string, layers ...Layer) string {
+	t.Helper()
+	return r.PushWithConfig(t, repository, tag, Layer{MediaType: "application/vnd.oci.empty.v1+json", Data: []byte("{}")}, layers...)
+}
+
+// PushWithConfig stores an artifact of config and layers (a Helm chart:
+// its metadata as config, the packaged chart as layer) as repository:tag
+// and returns its manifest digest.
+func (r *Registry) PushWithConfig(t testing.TB, repository, tag string, config Layer, layers ...Layer) string {
 	t.Helper()
 	descs := make([]any, len(layers))
 	for i, l := range layers {
@@ -59,7 +70,7 @@ func (r *Registry) Push(t testing.TB, repository, tag string, layers ...Layer) s
 	manifest, err := json.Marshal(map[string]any{
 		"schemaVersion": 2,
 		"mediaType":     "application/vnd.oci.image.manifest.v1+json",
-		"config":        r.blob("application/vnd.oci.empty.v1+json", []byte("{}")),
+		"config":        r.blob(config.MediaType, config.Data),
 		"layers":        descs,
 	})
 	if err != nil {
@@ -105,22 +116,29 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 			http.Error(w, `{"errors":[{"code":"MANIFEST_UNKNOWN","message":"manifest unknown"}]}`, http.StatusNotFound)
 			return
 		}
-		write(w, req, "application/vnd.oci.image.manifest.v1+json", m)
+		write(w, req, "application/vnd.oci.image.manifest.v1+json", m, Digest(m))
 	case strings.Contains(p, "/blobs/"):
-		b, ok := r.blobs[p[strings.LastIndex(p, "/blobs/")+len("/blobs/"):]]
+		d := p[strings.LastIndex(p, "/blobs/")+len("/blobs/"):]
+		b, ok := r.blobs[d]
 		if !ok {
 			http.Error(w, `{"errors":[{"code":"BLOB_UNKNOWN","message":"blob unknown"}]}`, http.StatusNotFound)
 			return
 		}
-		write(w, req, "application/octet-stream", b)
+		if r.Corrupt.Load() && len(b) > 100 {
+			b = append([]byte(nil), b...)
+			b[len(b)/2] ^= 0xff
+		}
+		write(w, req, "application/octet-stream", b, d)
 	default:
 		http.NotFound(w, req)
 	}
 }
 
-func write(w http.ResponseWriter, req *http.Request, mediaType string, data []byte) {
+// write serves data under its digest d (which a corrupt blob does not
+// match).
+func write(w http.ResponseWriter, req *http.Request, mediaType string, data []byte, d string) {
 	w.Header().Set("Content-Type", mediaType)
-	w.Header().Set("Docker-Content-Digest", Digest(data))
+	w.Header().Set("Docker-Content-Digest", d)
 	w.Header().Set("Content-Length", fmt.Sprint(len(data)))
 	if req.Method == http.MethodHead {
 		return

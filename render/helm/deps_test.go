@@ -17,6 +17,8 @@ import (
 	"helm.sh/helm/v4/pkg/getter"
 
 	"github.com/truce-dev/truce/render"
+
+	"github.com/truce-dev/truce/internal/ocitest"
 )
 
 // appChart writes, under root/app, a chart depending on web from repoURL.
@@ -63,8 +65,8 @@ func snapshot(t *testing.T, dir string) []string {
 
 func TestLoadBuildsDependencies(t *testing.T) {
 	r := newChartRepo(t, "1.0.0", "1.1.0")
-	reg := newOCIRegistry(t)
-	reg.push(t, "charts/web", "1.2.0")
+	reg := ocitest.NewRegistry(t)
+	pushChart(t, reg, "charts/web", "1.2.0")
 	ctx := context.Background()
 
 	t.Run("resolved from Chart.yaml", func(t *testing.T) {
@@ -114,7 +116,7 @@ func TestLoadBuildsDependencies(t *testing.T) {
 	})
 
 	t.Run("OCI dependency", func(t *testing.T) {
-		dir := appChart(t, t.TempDir(), "oci://"+reg.host()+"/charts", "1.2.0")
+		dir := appChart(t, t.TempDir(), "oci://"+reg.Host()+"/charts", "1.2.0")
 		p := &Puller{CacheDir: t.TempDir(), PlainHTTP: true, RegistryConfig: registryConfig(t)}
 		ch, err := Load(ctx, dir, LoadOptions{Puller: p})
 		if err != nil {

@@ -16,6 +16,8 @@ import (
 	"helm.sh/helm/v4/pkg/repo/v1"
 
 	"github.com/truce-dev/truce/render"
+
+	"github.com/truce-dev/truce/internal/ocitest"
 )
 
 // chartRepo is an HTTP chart repository on loopback: index.yaml and chart
@@ -252,11 +254,11 @@ func TestPullFailures(t *testing.T) {
 }
 
 func TestPullOCI(t *testing.T) {
-	reg := newOCIRegistry(t)
-	reg.push(t, "charts/web", "1.0.0")
-	reg.push(t, "charts/web", "1.2.0")
-	reg.push(t, "charts/web", "2.0.0")
-	repoURL := "oci://" + reg.host() + "/charts"
+	reg := ocitest.NewRegistry(t)
+	pushChart(t, reg, "charts/web", "1.0.0")
+	pushChart(t, reg, "charts/web", "1.2.0")
+	pushChart(t, reg, "charts/web", "2.0.0")
+	repoURL := "oci://" + reg.Host() + "/charts"
 	cache := t.TempDir()
 	p := &Puller{CacheDir: cache, PlainHTTP: true, RegistryConfig: registryConfig(t)}
 	ctx := context.Background()
@@ -296,11 +298,11 @@ func TestPullOCI(t *testing.T) {
 // TestPullOCIDigest: the registry client checks what it downloads against
 // the manifest's digests, and nothing unchecked lands in the cache.
 func TestPullOCIDigest(t *testing.T) {
-	reg := newOCIRegistry(t)
-	reg.push(t, "charts/web", "1.0.0")
-	reg.corrupt.Store(true)
+	reg := ocitest.NewRegistry(t)
+	pushChart(t, reg, "charts/web", "1.0.0")
+	reg.Corrupt.Store(true)
 	p := &Puller{CacheDir: t.TempDir(), PlainHTTP: true, RegistryConfig: registryConfig(t)}
-	_, err := p.Pull(context.Background(), Ref{RepoURL: "oci://" + reg.host() + "/charts", Chart: "web", Version: "1.0.0"})
+	_, err := p.Pull(context.Background(), Ref{RepoURL: "oci://" + reg.Host() + "/charts", Chart: "web", Version: "1.0.0"})
 	if err == nil || !strings.Contains(err.Error(), "digest") {
 		t.Fatalf("error = %v, want a digest mismatch", err)
 	}
