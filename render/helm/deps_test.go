@@ -16,9 +16,8 @@ import (
 	"helm.sh/helm/v4/pkg/downloader"
 	"helm.sh/helm/v4/pkg/getter"
 
-	"github.com/truce-dev/truce/render"
-
 	"github.com/truce-dev/truce/internal/ocitest"
+	"github.com/truce-dev/truce/render"
 )
 
 // appChart writes, under root/app, a chart depending on web from repoURL.

@@ -15,9 +15,8 @@ import (
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	"helm.sh/helm/v4/pkg/repo/v1"
 
-	"github.com/truce-dev/truce/render"
-
 	"github.com/truce-dev/truce/internal/ocitest"
+	"github.com/truce-dev/truce/render"
 )
 
 // chartRepo is an HTTP chart repository on loopback: index.yaml and chart
