@@ -152,20 +152,10 @@ func report(out *Object, withRules, withoutRules *argocd.Result, ignored map[str
 			out.Fields = append(out.Fields, f)
 		}
 	}
-	if live != nil {
-		for i := range out.Fields {
-			out.Fields[i].Origin = strings.Join(owners(live, out.Fields[i].Pointer), ", ")
-		}
-	}
 	out.Notes = append(out.Notes, withRules.Notes...)
-	maskSecretFields(out)
-	maskSecrets(out.Desired, out.Live)
-	sortFields(out.Fields)
-	out.settle()
-	if withRules.Modified && out.Status == InSync {
-		// Argo CD compares bytes; a difference the field listing cannot
-		// place (ordering, types) is still OutOfSync.
-		out.Status = Drifted
+	// Argo CD compares bytes; a difference the field listing cannot place
+	// (ordering, types) is still OutOfSync.
+	if out.finish(live, withRules.Modified) {
 		out.Notes = append(out.Notes, "Argo CD sees a difference in the encoding of the objects")
 	}
 }

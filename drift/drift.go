@@ -7,6 +7,7 @@ package drift
 
 import (
 	"context"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -134,6 +135,28 @@ func newObject(strategy string, desired *unstructured.Unstructured) *Object {
 }
 
 // settle sets the status from the fields.
+// finish completes a tool's comparison as every strategy reports it: each
+// field's managers in live (nil: unknown), secret values masked, fields
+// sorted, the status from the fields, and Drifted when the tool itself saw
+// a difference (toolDrifted) that the field listing cannot place. It
+// reports whether it took that last step.
+func (o *Object) finish(live *unstructured.Unstructured, toolDrifted bool) (unplaced bool) {
+	if live != nil {
+		for i := range o.Fields {
+			o.Fields[i].Origin = strings.Join(owners(live, o.Fields[i].Pointer), ", ")
+		}
+	}
+	maskSecretFields(o)
+	maskSecrets(o.Desired, o.Live)
+	sortFields(o.Fields)
+	o.settle()
+	if toolDrifted && o.Status == InSync {
+		o.Status = Drifted
+		return true
+	}
+	return false
+}
+
 func (o *Object) settle() {
 	o.Status = InSync
 	for _, f := range o.Fields {

@@ -125,21 +125,14 @@ func (f *Flux) Diff(ctx context.Context, desired *unstructured.Unstructured) (*O
 			}
 		}
 	}
+	var live *unstructured.Unstructured
 	if len(out.Fields) > 0 {
-		if live, err := f.Cluster.Get(ctx, cluster.RefOf(obj)); err == nil {
-			for i := range out.Fields {
-				out.Fields[i].Origin = strings.Join(owners(live, out.Fields[i].Pointer), ", ")
-			}
+		if l, err := f.Cluster.Get(ctx, cluster.RefOf(obj)); err == nil {
+			live = l
 		}
 	}
-	maskSecretFields(out)
-	maskSecrets(out.Desired, out.Live)
-	sortFields(out.Fields)
-	out.settle()
-	if entry.Action == ssa.ConfiguredAction && out.Status == InSync {
-		// Flux saw drift the field listing could not place.
-		out.Status = Drifted
-	}
+	// Flux's own verdict stands where the field listing places nothing.
+	out.finish(live, entry.Action == ssa.ConfiguredAction)
 	return out, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	ssaerrors "github.com/fluxcd/pkg/ssa/errors"
 	"github.com/fluxcd/pkg/ssa/jsondiff"
@@ -142,17 +141,9 @@ func (h *Helm) DiffRelease(ctx context.Context, objs []*unstructured.Unstructure
 				return nil, err
 			}
 		}
-		for j := range o.Fields {
-			o.Fields[j].Origin = strings.Join(owners(live, o.Fields[j].Pointer), ", ")
-		}
-		maskSecretFields(o)
-		maskSecrets(o.Desired, o.Live)
-		sortFields(o.Fields)
-		o.settle()
-		if d.Type == jsondiff.DiffTypeUpdate && o.Status == InSync {
-			// helm-controller saw drift the field listing could not place.
-			o.Status = Drifted
-		}
+		// helm-controller's own verdict stands where the field listing
+		// places nothing.
+		o.finish(live, d.Type == jsondiff.DiffTypeUpdate)
 	}
 	return out, nil
 }
