@@ -144,6 +144,13 @@ func fluxView(u *unstructured.Unstructured) map[string]any {
 	}
 	c := u.DeepCopy()
 	_ = normalize.DryRunUnstructured(c)
+	return comparedPart(c)
+}
+
+// comparedPart cuts c (a copy) down to what Flux's and helm-controller's
+// diffs compare: labels, annotations and everything outside metadata and
+// status.
+func comparedPart(c *unstructured.Unstructured) map[string]any {
 	meta := map[string]any{}
 	if l := c.GetLabels(); len(l) > 0 {
 		meta["labels"] = toAny(l)

@@ -208,17 +208,7 @@ func patchedFields(live *unstructured.Unstructured, d *jsondiff.Diff) (desired, 
 // helmView is what jsondiff compares: labels, annotations and everything
 // outside metadata and status.
 func helmView(u *unstructured.Unstructured) map[string]any {
-	c := u.DeepCopy()
-	meta := map[string]any{}
-	if l := c.GetLabels(); len(l) > 0 {
-		meta["labels"] = toAny(l)
-	}
-	if a := c.GetAnnotations(); len(a) > 0 {
-		meta["annotations"] = toAny(a)
-	}
-	delete(c.Object, "status")
-	c.Object["metadata"] = meta
-	return c.Object
+	return comparedPart(u.DeepCopy())
 }
 
 // refusals sorts the errors of a graceful jsondiff.UnstructuredList: dry
