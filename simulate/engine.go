@@ -235,7 +235,11 @@ func RunWorld(ctx context.Context, c cluster.Cluster, members []Member, writers 
 	for i, m := range members {
 		res := results[i]
 		res.Simulated = simulated[i]
-		res.Writes = rec.view(i, members, res, len(members) > 1)
+		var own map[cluster.Ref]bool
+		if len(members) > 1 {
+			own = refs[i]
+		}
+		res.Writes = rec.view(i, members, res, own)
 		if err := classify(ctx, rec, m.Tool, m.Desired, res); err != nil {
 			return nil, err
 		}

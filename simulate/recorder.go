@@ -190,25 +190,22 @@ func sortRefs(refs []cluster.Ref) {
 
 // view is the log as the world's member-th result shows it: its own
 // writes are the tool's, the other members' are another writer's, named by
-// their unit. With only, it keeps just the writes to the member's own
-// objects (those of its Git and those it pruned) up to the end of its
-// simulated time, so that a result of a world does not carry the others'.
-func (r *recorder) view(member int, members []Member, res *Result, only bool) []Write {
-	var refs map[cluster.Ref]bool
+// their unit. With own (the member's objects: those of its Git; nil keeps
+// every write), it keeps just the writes to those and to the objects it
+// pruned, up to the end of its simulated time, so that a result of a world
+// does not carry the others'.
+func (r *recorder) view(member int, members []Member, res *Result, own map[cluster.Ref]bool) []Write {
+	only := own != nil
 	if only {
-		refs = map[cluster.Ref]bool{}
-		for _, d := range members[member].Desired {
-			refs[cluster.RefOf(d.Object)] = true
-		}
 		for _, round := range res.Rounds {
 			for _, ref := range round.Pruned {
-				refs[ref] = true
+				own[ref] = true
 			}
 		}
 	}
 	out := make([]Write, 0, len(r.writes))
 	for _, w := range r.writes {
-		if only && (!refs[w.Ref] || w.At > res.Simulated) {
+		if only && (!own[w.Ref] || w.At > res.Simulated) {
 			continue
 		}
 		w.ByTool = w.member == member
