@@ -307,6 +307,11 @@ func (r *Repository) SimulateWorld(ctx context.Context, setups []*simulate.Setup
 		return nil, err
 	}
 	defer c.Close()
+	return r.runWorld(ctx, c, setups, desired, opts)
+}
+
+// runWorld runs setups together on cluster c, each for its desired.
+func (r *Repository) runWorld(ctx context.Context, c cluster.Cluster, setups []*simulate.Setup, desired [][]simulate.Desired, opts Options) ([]*simulate.Result, error) {
 	writers, err := r.Writers()
 	if err != nil {
 		return nil, err

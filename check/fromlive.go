@@ -135,19 +135,9 @@ func (r *Repository) verifyCandidate(ctx context.Context, load Loader, c *fix.Ca
 // runOn runs setup s for object o on cluster cl, as verify does, and
 // returns its result.
 func (r *Repository) runOn(ctx context.Context, cl cluster.Cluster, s *simulate.Setup, o *simulate.Object, opts Options) (*simulate.Result, error) {
-	writers, err := r.Writers()
+	res, err := r.runWorld(ctx, cl, []*simulate.Setup{s}, [][]simulate.Desired{focus(s.Desired, o.Ref)}, opts)
 	if err != nil {
 		return nil, err
 	}
-	desired := focus(s.Desired, o.Ref)
-	tool, err := s.Build(desired, simulate.Kinds(writers))
-	if err != nil {
-		return nil, err
-	}
-	res, err := simulate.RunWorld(ctx, cl, []simulate.Member{{Tool: tool, Desired: desired, Label: memberLabel(s)}}, writers, opts.Simulation)
-	if err != nil {
-		return nil, err
-	}
-	res[0].Unit = s.Unit
 	return res[0], nil
 }
