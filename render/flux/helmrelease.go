@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
@@ -13,7 +12,8 @@ import (
 
 // HelmRelease is what helm-controller v1.6 reads from a
 // helm.toolkit.fluxcd.io/v2 HelmRelease to install or upgrade it, with
-// helm-controller's defaults filled in.
+// helm-controller's defaults filled in. Its schedule and drift detection
+// are read by gitops.ParseFluxHelmRelease, which the simulation uses.
 type HelmRelease struct {
 	Name      string
 	Namespace string
@@ -47,9 +47,7 @@ type HelmRelease struct {
 	// nohooks, combined (the default) or separate.
 	PostRenderStrategy string
 	CommonMetadata     *CommonMetadata
-	DriftDetection     DriftDetection
 	DependsOn          []DependencyReference
-	Interval           time.Duration
 }
 
 // ChartTemplate is spec.chart.spec: the chart helm-controller asks
@@ -144,29 +142,6 @@ type CommonMetadata struct {
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
-// DriftMode is spec.driftDetection.mode.
-type DriftMode string
-
-// Drift detection modes; disabled is the default.
-const (
-	DriftEnabled  DriftMode = "enabled"
-	DriftWarn     DriftMode = "warn"
-	DriftDisabled DriftMode = "disabled"
-)
-
-// DriftDetection is spec.driftDetection.
-type DriftDetection struct {
-	Mode   DriftMode
-	Ignore []IgnoreRule
-}
-
-// IgnoreRule leaves JSON pointer paths out of drift detection, for the
-// objects Target selects (all when nil).
-type IgnoreRule struct {
-	Paths  []string  `json:"paths"`
-	Target *Selector `json:"target,omitempty"`
-}
-
 // DependencyReference is one spec.dependsOn entry; Namespace defaults to
 // the HelmRelease's.
 type DependencyReference struct {
@@ -188,7 +163,6 @@ type hrSpec struct {
 		} `json:"spec"`
 	} `json:"chart"`
 	ChartRef         *jsonObjectRef        `json:"chartRef"`
-	Interval         string                `json:"interval"`
 	ReleaseName      string                `json:"releaseName"`
 	TargetNamespace  string                `json:"targetNamespace"`
 	StorageNamespace string                `json:"storageNamespace"`
@@ -199,10 +173,6 @@ type hrSpec struct {
 	Upgrade *struct {
 		CRDs CRDsPolicy `json:"crds"`
 	} `json:"upgrade"`
-	DriftDetection *struct {
-		Mode   DriftMode    `json:"mode"`
-		Ignore []IgnoreRule `json:"ignore"`
-	} `json:"driftDetection"`
 	ValuesFrom []struct {
 		Kind       string `json:"kind"`
 		Name       string `json:"name"`
@@ -290,11 +260,6 @@ func parseHelmRelease(obj *unstructured.Unstructured) (*HelmRelease, error) {
 	}
 	if err := hr.setChart(&spec); err != nil {
 		return nil, err
-	}
-	if spec.Interval != "" {
-		if hr.Interval, err = time.ParseDuration(spec.Interval); err != nil {
-			return nil, fmt.Errorf("spec.interval: %w", err)
-		}
 	}
 	if hr.Values, err = helmValues(spec.Values); err != nil {
 		return nil, err
@@ -392,17 +357,6 @@ func (hr *HelmRelease) setPolicies(spec *hrSpec) error {
 	}
 	if err != nil {
 		return err
-	}
-	hr.DriftDetection.Mode = DriftDisabled
-	if d := spec.DriftDetection; d != nil {
-		switch d.Mode {
-		case "":
-		case DriftEnabled, DriftWarn, DriftDisabled:
-			hr.DriftDetection.Mode = d.Mode
-		default:
-			return fmt.Errorf("spec.driftDetection.mode %q is not enabled, warn or disabled", d.Mode)
-		}
-		hr.DriftDetection.Ignore = d.Ignore
 	}
 	switch hr.PostRenderStrategy {
 	case "nohooks", "combined", "separate":

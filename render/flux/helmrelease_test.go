@@ -3,7 +3,6 @@ package flux
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -55,7 +54,6 @@ values:
   replicas: 2
   big: 1000000`,
 			want: func(hr *HelmRelease) *HelmRelease {
-				hr.Interval = 50 * time.Minute
 				hr.Chart = &ChartTemplate{Chart: "podinfo", Version: "*",
 					SourceRef:     ObjectReference{Kind: "HelmRepository", Name: "podinfo", Namespace: "apps"},
 					HelmChartName: "apps-web", HelmChartNamespace: "apps"}
@@ -63,7 +61,7 @@ values:
 				hr.Values = map[string]any{"replicas": float64(2), "big": float64(1000000)}
 				return hr
 			}},
-		{name: "chartRef, namespaces, policies, drift, post-renderers", spec: `
+		{name: "chartRef, namespaces, policies, post-renderers", spec: `
 chartRef: {kind: OCIRepository, name: podinfo}
 releaseName: custom
 targetNamespace: target
@@ -90,8 +88,6 @@ commonMetadata: {labels: {team: a}}`,
 				hr.TargetNamespace, hr.ReleaseNamespace, hr.StorageNamespace = "target", "target", "storage"
 				hr.ChartRef = &ObjectReference{Kind: "OCIRepository", Name: "podinfo", Namespace: "apps"}
 				hr.InstallCRDs, hr.UpgradeCRDs = CRDsSkip, CRDsCreateReplace
-				hr.DriftDetection = DriftDetection{Mode: DriftWarn,
-					Ignore: []IgnoreRule{{Paths: []string{"/spec/replicas"}, Target: &Selector{Kind: "Deployment"}}}}
 				hr.DependsOn = []DependencyReference{{Name: "db", Namespace: "apps"}, {Name: "cache", Namespace: "infra"}}
 				hr.ValuesFrom = []ValuesReference{{Kind: "ConfigMap", Name: "base", ValuesKey: "values.yaml"},
 					{Kind: "Secret", Name: "creds", ValuesKey: "token", TargetPath: "auth.token", Optional: true}}
@@ -111,12 +107,9 @@ chart: {spec: {chart: x, sourceRef: {kind: HelmRepository, name: x}}}`, wantErr:
 		{name: "bad chartRef kind", spec: "chartRef: {kind: GitRepository, name: x}", wantErr: "chartRef.kind"},
 		{name: "bad CRD policy", spec: "chartRef: {kind: HelmChart, name: x}\ninstall: {crds: Always}",
 			wantErr: "invalid CRD policy"},
-		{name: "bad drift mode", spec: "chartRef: {kind: HelmChart, name: x}\ndriftDetection: {mode: on}",
-			wantErr: "driftDetection.mode"},
 		{name: "bad valuesFrom kind", spec: "chartRef: {kind: HelmChart, name: x}\nvaluesFrom: [{kind: Pod, name: x}]",
 			wantErr: "valuesFrom[0].kind"},
 		{name: "wrong type", spec: "chartRef: {kind: HelmChart, name: x}\nreleaseName: 5", wantErr: "spec"},
-		{name: "bad interval", spec: "chartRef: {kind: HelmChart, name: x}\ninterval: soon", wantErr: "spec.interval"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -134,7 +127,7 @@ chart: {spec: {chart: x, sourceRef: {kind: HelmRepository, name: x}}}`, wantErr:
 			}
 			want := tt.want(&HelmRelease{Name: "web", Namespace: "apps", ReleaseName: "web",
 				ReleaseNamespace: "apps", StorageNamespace: "apps", InstallCRDs: CRDsCreate, UpgradeCRDs: CRDsCreate,
-				PostRenderStrategy: "combined", DriftDetection: DriftDetection{Mode: DriftDisabled}})
+				PostRenderStrategy: "combined"})
 			if diff := cmp.Diff(want, hr); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
@@ -149,7 +142,7 @@ func TestParseHelmReleaseExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	if hr.ReleaseName != "podinfo" || hr.Chart == nil || hr.Chart.SourceRef.Namespace != "podinfo" ||
-		hr.Chart.HelmChartName != "podinfo-podinfo" || hr.Interval != 50*time.Minute {
+		hr.Chart.HelmChartName != "podinfo-podinfo"  {
 		t.Errorf("unexpected %+v (chart %+v)", hr, hr.Chart)
 	}
 }
