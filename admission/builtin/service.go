@@ -133,11 +133,17 @@ func (a *dryRunIPs) stored() {
 	a.taken = true
 }
 
-func (a *dryRunIPs) Allocate(ip net.IP) error {
+func (a *dryRunIPs) Allocate(ip net.IP) error { return a.allocate(ip, true) }
+
+// allocate refuses an address outside the range, and an existing
+// Service's once stored when taken counts; the upstream allocator's dry
+// run checks the range only (ipallocator allocateService), so a dry run
+// may ask for an address another Service holds.
+func (a *dryRunIPs) allocate(ip net.IP, taken bool) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.existing[ip.String()] {
-		if a.taken {
+		if taken && a.taken {
 			return ipallocator.ErrAllocated
 		}
 		return nil
@@ -159,7 +165,13 @@ func (a *dryRunIPs) Has(ip net.IP) bool {
 }
 func (a *dryRunIPs) Destroy()                      {}
 func (a *dryRunIPs) EnableMetrics()                {}
-func (a *dryRunIPs) DryRun() ipallocator.Interface { return a }
+func (a *dryRunIPs) DryRun() ipallocator.Interface { return dryRunView{a} }
+
+// dryRunView is the allocator a dry run gets: it checks the range only.
+type dryRunView struct{ *dryRunIPs }
+
+func (v dryRunView) Allocate(ip net.IP) error      { return v.allocate(ip, false) }
+func (v dryRunView) DryRun() ipallocator.Interface { return v }
 
 // nodePorts is kube-apiserver's default --service-node-port-range
 // (30000-32767) for the in-process cluster's own writes, which are not dry

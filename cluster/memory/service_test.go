@@ -41,19 +41,24 @@ spec:
 		name, spec string
 		wantErr    string // empty: the write is allowed
 		wantIP     string
+		// dryRun asks as kubectl --dry-run=server does: the server's
+		// dry-run allocator checks the range only.
+		dryRun bool
 	}{
 		{name: "new Service gets an address of the range", spec: `{selector: {app: web}, ports: [{port: 80}]}`, wantIP: "10.0.0.0"},
 		{name: "address outside the range", spec: `{clusterIP: 10.96.0.20, selector: {app: web}, ports: [{port: 80}]}`,
 			wantErr: `spec.clusterIPs: Invalid value: ["10.96.0.20"]: failed to allocate IP 10.96.0.20: the provided IP (10.96.0.20) is not in the valid range. The range of valid IPs is 10.0.0.0/24`},
 		{name: "the existing Service's address", spec: `{clusterIP: 10.96.0.10, selector: {app: web}, ports: [{port: 80}]}`,
 			wantErr: "failed to allocate IP 10.96.0.10: provided IP is already allocated"},
+		{name: "the existing Service's address, dry run", spec: `{clusterIP: 10.96.0.10, selector: {app: web}, ports: [{port: 80}]}`,
+			dryRun: true, wantIP: "10.96.0.10"},
 		{name: "the existing Service's node port", spec: `{type: NodePort, selector: {app: web}, ports: [{port: 80, nodePort: 30053}]}`,
 			wantErr: "30053: provided port is already allocated"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			svc := object(t, `{apiVersion: v1, kind: Service, metadata: {name: web-`+string(rune('a'+i))+`, namespace: default}, spec: `+tt.spec+`}`)
-			got, err := c.Create(ctx, svc, cluster.WriteOptions{})
+			got, err := c.Create(ctx, svc, cluster.WriteOptions{DryRun: tt.dryRun})
 			if tt.wantErr != "" {
 				if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("create: %v, want Invalid containing %q", err, tt.wantErr)
