@@ -23,6 +23,7 @@ import (
 	"github.com/truce-dev/truce/drift/ignore"
 	"github.com/truce-dev/truce/gitops"
 	"github.com/truce-dev/truce/manifest"
+	"github.com/truce-dev/truce/progress"
 	"github.com/truce-dev/truce/render/world"
 	"github.com/truce-dev/truce/report"
 	"github.com/truce-dev/truce/schema/toolkit"
@@ -52,6 +53,9 @@ type Input struct {
 type Options struct {
 	Admission  admission.Options
 	Simulation simulate.Options
+	// Progress, when set, hears which unit is being simulated and which
+	// fix verified.
+	Progress progress.Sink
 }
 
 // Repository is a repository taken apart: what the GitOps tool applies,
@@ -335,32 +339,54 @@ func (r *Repository) runWorld(ctx context.Context, c cluster.Cluster, setups []*
 }
 
 // simulateAll runs setups on their own manifests: together when the
-// repository was read through its entry points, else each alone.
+// repository was read through its entry points, else each alone. When ctx
+// ends first (the run's time limit), the setups not simulated by then have
+// no result (nil) and the error is nil: what finished is still reported.
 func (r *Repository) simulateAll(ctx context.Context, setups []*simulate.Setup, opts Options) ([]*simulate.Result, error) {
 	out := make([]*simulate.Result, len(setups))
+	groups := make([][]int, len(setups))
+	for i := range setups {
+		groups[i] = []int{i}
+	}
 	if r.Together() {
-		for _, group := range r.byCluster(setups) {
-			members := make([]*simulate.Setup, len(group))
-			desired := make([][]simulate.Desired, len(group))
-			for j, i := range group {
-				members[j], desired[j] = setups[i], setups[i].Desired
-			}
-			res, err := r.SimulateWorld(ctx, members, desired, opts)
-			if err != nil {
+		groups = r.byCluster(setups)
+	}
+	done := 0
+	for _, group := range groups {
+		members := make([]*simulate.Setup, len(group))
+		desired := make([][]simulate.Desired, len(group))
+		objects := 0
+		for j, i := range group {
+			members[j], desired[j] = setups[i], setups[i].Desired
+			objects += len(setups[i].Desired)
+		}
+		event := progress.Event{Stage: progress.Simulating, Done: done, Total: len(setups), Objects: objects}
+		if len(group) == 1 {
+			event.Unit = memberLabel(members[0])
+		} else {
+			event.Unit = fmt.Sprintf("%d units together", len(group))
+		}
+		progress.Report(opts.Progress, event)
+		o := opts
+		o.Simulation.OnRound = func(member, rounds int) {
+			e := event
+			e.Unit, e.Rounds = memberLabel(members[member]), rounds
+			progress.Report(opts.Progress, e)
+		}
+		res, err := r.SimulateWorld(ctx, members, desired, o)
+		if ctx.Err() != nil {
+			return out, nil
+		}
+		if err != nil {
+			if len(group) > 1 {
 				return nil, fmt.Errorf("simulating the units together: %w", err)
 			}
-			for j, i := range group {
-				out[i] = res[j]
-			}
+			return nil, fmt.Errorf("simulating %s: %w", unitName(members[0].Tool, members[0].Unit), err)
 		}
-		return out, nil
-	}
-	for i, s := range setups {
-		res, err := r.Simulate(ctx, s, s.Desired, opts)
-		if err != nil {
-			return nil, fmt.Errorf("simulating %s: %w", unitName(s.Tool, s.Unit), err)
+		for j, i := range group {
+			out[i] = res[j]
 		}
-		out[i] = res
+		done += len(group)
 	}
 	return out, nil
 }

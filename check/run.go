@@ -11,6 +11,7 @@ import (
 
 	"github.com/truce-dev/truce/cluster"
 	"github.com/truce-dev/truce/fix"
+	"github.com/truce-dev/truce/progress"
 	"github.com/truce-dev/truce/report"
 	"github.com/truce-dev/truce/simulate"
 )
@@ -71,12 +72,31 @@ func Check(ctx context.Context, in Input, opts Options, load Loader, read fix.Re
 	if err != nil {
 		return nil, err
 	}
+	problems, verified := 0, 0
+	for _, res := range results {
+		if res == nil {
+			continue
+		}
+		for _, o := range res.Objects {
+			if o.Verdict.Problem() {
+				problems++
+			}
+		}
+	}
 	for i, s := range todo {
 		res := results[i]
+		if res == nil {
+			out.Report.Runs = append(out.Report.Runs, notSimulated(in, s))
+			continue
+		}
 		run := report.Run{World: in.World, Tool: res.Tool, Unit: res.Unit, Settings: res.Settings, Window: res.Window, Simulated: res.Simulated}
 		for _, o := range res.Objects {
 			ro := reportObject(o, res)
 			if o.Verdict.Problem() {
+				if load != nil {
+					progress.Report(opts.Progress, progress.Event{Stage: progress.Verifying, Done: verified, Total: problems, Unit: o.Ref.String()})
+				}
+				verified++
 				pf := repo.fixes(ctx, s, o, opts, load, read)
 				out.Problems = append(out.Problems, pf)
 				ro.Notes = pf.Notes
@@ -96,6 +116,20 @@ func Check(ctx context.Context, in Input, opts Options, load Loader, read fix.Re
 	}
 	out.Report.Runs = append(out.Report.Runs, unitRuns(in)...)
 	return out, nil
+}
+
+// outOfTime is why what a run did not reach is not judged.
+const outOfTime = "the run's time limit (--timeout) ran out first"
+
+// notSimulated is the run of a setup the time limit left out: each of its
+// objects Unpredictable, so that nothing reads as settled.
+func notSimulated(in Input, s *simulate.Setup) report.Run {
+	run := report.Run{World: in.World, Tool: s.Tool, Unit: s.Unit, Settings: "not simulated"}
+	for _, d := range s.Desired {
+		run.Objects = append(run.Objects, report.Object{Object: cluster.RefOf(d.Object).String(), Source: d.Source.String(),
+			Verdict: simulate.Unpredictable, Reason: "not simulated: " + outOfTime})
+	}
+	return run
 }
 
 // Prepare splits the input and gives namespaced manifests without a
@@ -184,7 +218,15 @@ func (r *Repository) fixes(ctx context.Context, s *simulate.Setup, o *simulate.O
 			pf.Verdicts[i] = ""
 			continue
 		}
+		if ctx.Err() != nil {
+			pf.Notes = append(pf.Notes, fmt.Sprintf("%s: not verified: %s", c.Kind, outOfTime))
+			continue
+		}
 		v, safe, err := r.verifyCandidate(ctx, load, c, s, o, opts)
+		if err != nil && ctx.Err() != nil {
+			pf.Notes = append(pf.Notes, fmt.Sprintf("%s: not verified: %s", c.Kind, outOfTime))
+			continue
+		}
 		if err != nil {
 			pf.Notes = append(pf.Notes, fmt.Sprintf("%s: not verified: %v", c.Kind, err))
 			continue

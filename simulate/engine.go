@@ -76,6 +76,10 @@ type Options struct {
 	// MaxRounds bounds the tool's reconciliations that are simulated write
 	// by write; later ones are extrapolated from the cycle. Default 16.
 	MaxRounds int
+	// OnRound, when set, is told after each reconciliation which member
+	// (its index in RunWorld's members) has now reconciled how often, for
+	// progress on long runs.
+	OnRound func(member, rounds int)
 }
 
 // DefaultOptions: one hour, 16 rounds.
@@ -183,6 +187,9 @@ func RunWorld(ctx context.Context, c cluster.Cluster, members []Member, writers 
 			}
 			round.At = ev.at
 			res.Rounds = append(res.Rounds, *round)
+			if opts.OnRound != nil {
+				opts.OnRound(ev.member, len(res.Rounds))
+			}
 			dirty[ev.member] = false
 			if err := scheduleTool(ctx, q, ev.member, m.Tool, rec, ev.at, true); err != nil {
 				return nil, err

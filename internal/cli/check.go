@@ -13,6 +13,7 @@ import (
 	"github.com/truce-dev/truce/fix/yamledit"
 	"github.com/truce-dev/truce/lint"
 	"github.com/truce-dev/truce/manifest"
+	"github.com/truce-dev/truce/progress"
 	treport "github.com/truce-dev/truce/report"
 	"github.com/truce-dev/truce/simulate"
 )
@@ -23,6 +24,7 @@ type checkOptions struct {
 	clusterFlags
 	renderFlags
 	limitFlags
+	runFlags
 	format      string
 	output      string
 	color       string
@@ -93,6 +95,7 @@ stays OutOfSync, 2 error.`,
 	o.clusterFlags.register(f)
 	o.renderFlags.register(f)
 	o.limitFlags.register(f)
+	o.runFlags.register(f)
 	o.clusterFlags.limits, o.renderFlags.limits = &o.limitFlags, &o.limitFlags
 	f.StringVar(&o.format, "format", "text", "output format: "+checkFormats)
 	f.StringVarP(&o.output, "output", "o", "", "write the report to this file (atomically) instead of stdout")
@@ -129,26 +132,30 @@ func (o *checkOptions) validate() error {
 	if o.live() && len(o.cluster) > 0 {
 		return fmt.Errorf("--kubeconfig reads the cluster; -c describes one: use one or the other")
 	}
-	return nil
+	return o.runFlags.validate()
 }
 
 // run checks, adds truce lint's findings and prints the report.
 func (o *checkOptions) run(cmd *cobra.Command) error {
-	ctx := cmd.Context()
+	r := o.runFlags.start(cmd)
+	defer r.stop()
+	ctx := r.ctx
 	ws := check.NewWorkspace()
 	defer ws.Close()
+	progress.Report(r.sink, progress.Event{Stage: progress.Reading})
 	reqs, err := loadCheckRequests(ctx, cmd, ws, &o.clusterFlags, &o.renderFlags, o.args, o.ref, o.kubeconfig, o.kubeContext)
 	if err != nil {
-		return err
+		return readError(r, err)
 	}
 	var outcome *check.Outcome
 	var checked []manifest.Object
 	for _, req := range reqs {
 		req.Options.Simulation = simulate.Options{Window: o.window, MaxRounds: o.rounds}
+		req.Options.Progress = r.sink
 		req.Verify = !o.noVerify
 		got, err := check.Run(ctx, req)
 		if err != nil {
-			return err
+			return readError(r, err)
 		}
 		if outcome == nil {
 			outcome = got
@@ -158,11 +165,17 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 		}
 		checked = append(append(checked, req.Input.Repository...), req.Input.Cluster...)
 	}
-	if err := addLintFindings(ctx, outcome.Report, checked); err != nil {
+	// Lint is quick and bounded by the input: it runs even when the time
+	// limit cut the simulations short, so that the report is whole.
+	if err := addLintFindings(context.WithoutCancel(ctx), outcome.Report, checked); err != nil {
 		return err
 	}
+	r.stop()
 	if err := o.print(cmd, outcome.Report); err != nil {
 		return err
+	}
+	if r.timedOut() {
+		return r.result(nil)
 	}
 	if outcome.Report.Failed() {
 		return exitError{exitFound}

@@ -12,6 +12,7 @@ import (
 	"github.com/truce-dev/truce/check"
 	"github.com/truce-dev/truce/fix"
 	"github.com/truce-dev/truce/manifest"
+	"github.com/truce-dev/truce/progress"
 	treport "github.com/truce-dev/truce/report"
 	"github.com/truce-dev/truce/simulate"
 )
@@ -22,6 +23,7 @@ type fixOptions struct {
 	clusterFlags
 	renderFlags
 	limitFlags
+	runFlags
 	dryRun bool
 	kinds  []string
 	object string
@@ -73,6 +75,7 @@ Exit status: 0 everything settles after the fixes, 1 something still does not,
 	o.clusterFlags.register(f)
 	o.renderFlags.register(f)
 	o.limitFlags.register(f)
+	o.runFlags.register(f)
 	o.clusterFlags.limits, o.renderFlags.limits = &o.limitFlags, &o.limitFlags
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the changes instead of writing them")
 	f.StringSliceVar(&o.kinds, "kind", nil, "fix kinds to use, in order: "+fixKindList()+" (default: the first verified)")
@@ -113,22 +116,29 @@ func (o *fixOptions) validate() error {
 			return fmt.Errorf("%s: fix writes to a working tree; clone the repository and fix the directory", a)
 		}
 	}
-	return nil
+	return o.runFlags.validate()
 }
 
 // run applies the fixes and prints what was done.
 func (o *fixOptions) run(cmd *cobra.Command) error {
-	ctx := cmd.Context()
+	r := o.runFlags.start(cmd)
+	defer r.stop()
+	ctx := r.ctx
 	ws := check.NewWorkspace()
 	defer ws.Close()
+	progress.Report(r.sink, progress.Event{Stage: progress.Reading})
 	reqs, err := loadCheckRequests(ctx, cmd, ws, &o.clusterFlags, &o.renderFlags, o.args, "", "", "")
 	if err != nil {
-		return err
+		return readError(r, err)
 	}
 	failed := false
 	for _, req := range reqs {
 		req.Options.Simulation = simulate.Options{Window: o.window, MaxRounds: o.rounds}
+		req.Options.Progress = r.sink
 		applied, err := check.Fix(ctx, req, check.FixOptions{Kinds: o.fixKinds, Object: o.object, DryRun: o.dryRun})
+		if r.line != nil {
+			r.line.Close()
+		}
 		if applied != nil {
 			if req.Input.World != "" {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s:\n", req.Input.World)
@@ -136,13 +146,16 @@ func (o *fixOptions) run(cmd *cobra.Command) error {
 			printFixes(cmd.OutOrStdout(), applied, o.dryRun)
 		}
 		if err != nil {
-			return err
+			return readError(r, err)
 		}
 		after := applied.After
 		if after == nil {
 			after = applied.Before
 		}
 		failed = failed || after.Report.Failed()
+	}
+	if r.timedOut() {
+		return r.result(nil)
 	}
 	if failed {
 		return exitError{exitFound}

@@ -20,11 +20,13 @@ import (
 	"github.com/truce-dev/truce/cluster/live"
 	"github.com/truce-dev/truce/lint"
 	"github.com/truce-dev/truce/manifest"
+	"github.com/truce-dev/truce/progress"
 )
 
 type lintOptions struct {
 	renderFlags
 	limitFlags
+	runFlags
 	kubeconfig  string
 	kubeContext string
 	format      string
@@ -66,12 +68,18 @@ Exit status: 0 no finding at or above --fail-on (default error), 1 some, 2 error
   # Warnings fail the build too; one rule off
   truce lint ./cluster --fail-on warning --disable webhook-failure-policy-unset`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runLint(cmd.Context(), cmd, o, args)
+			if err := o.runFlags.validate(); err != nil {
+				return err
+			}
+			r := o.runFlags.start(cmd)
+			defer r.stop()
+			return readError(r, runLint(r.ctx, cmd, o, args, r))
 		},
 	}
 	f := cmd.Flags()
 	o.renderFlags.register(f)
 	o.limitFlags.register(f)
+	o.runFlags.register(f)
 	o.renderFlags.limits = &o.limitFlags
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "also lint the live cluster of this kubeconfig (read only)")
 	f.StringVar(&o.kubeContext, "context", "", "the kubeconfig context (implies reading the live cluster)")
@@ -83,7 +91,9 @@ Exit status: 0 no finding at or above --fail-on (default error), 1 some, 2 error
 	return cmd
 }
 
-func runLint(ctx context.Context, cmd *cobra.Command, o *lintOptions, paths []string) error {
+// runLint lints paths and the live cluster; r shows progress and ends
+// before the findings are printed.
+func runLint(ctx context.Context, cmd *cobra.Command, o *lintOptions, paths []string, r *longRun) error {
 	out := cmd.OutOrStdout()
 	if o.listRules {
 		return printRules(out)
@@ -112,6 +122,7 @@ func runLint(ctx context.Context, cmd *cobra.Command, o *lintOptions, paths []st
 	// Each cluster of the repository (render/world) is linted on its own,
 	// with what its units render.
 	inputs := [][]manifest.Object{nil}
+	progress.Report(r.sink, progress.Event{Stage: progress.Reading})
 	if len(paths) > 0 {
 		worlds, ok, err := readWorlds(ctx, &o.renderFlags, paths)
 		if err != nil {
@@ -137,7 +148,8 @@ func runLint(ctx context.Context, cmd *cobra.Command, o *lintOptions, paths []st
 	}
 	var findings []lint.Finding
 	seen := map[string]bool{}
-	for _, objs := range inputs {
+	for i, objs := range inputs {
+		progress.Report(r.sink, progress.Event{Stage: progress.Linting, Done: i, Total: len(inputs), Objects: len(objs)})
 		if liveCluster {
 			liveObjs, err := readLintCluster(ctx, cmd.ErrOrStderr(), o.kubeconfig, o.kubeContext, objs)
 			if err != nil {
@@ -157,6 +169,7 @@ func runLint(ctx context.Context, cmd *cobra.Command, o *lintOptions, paths []st
 			}
 		}
 	}
+	r.stop()
 	var err error
 	switch o.format {
 	case "json":
