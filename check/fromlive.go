@@ -50,7 +50,7 @@ func (r *Repository) verifyFromLive(ctx context.Context, load Loader, c *fix.Can
 		return "", false, err
 	}
 	defer cl.Close()
-	after, err := r2.runOn(ctx, cl, s2, o, opts)
+	after, err := r2.runOn(ctx, cl, setups, s2, o, opts)
 	if err != nil {
 		return "", false, fmt.Errorf("simulating the fix from the current Git's state: %w", err)
 	}
@@ -96,11 +96,21 @@ func (r *Repository) verifyFromLive(ctx context.Context, load Loader, c *fix.Can
 // answers within seconds). The simulation is run once to find that
 // moment, then again on the cluster returned, stopped there.
 func (r *Repository) currentState(ctx context.Context, s *simulate.Setup, o *simulate.Object, opts Options) (*memory.Cluster, error) {
+	setups, err := r.Setups()
+	if err != nil {
+		return nil, err
+	}
+	// s is one of r's setups, made again: the same unit.
+	for _, cand := range setups {
+		if cand.Tool == s.Tool && cand.Unit == s.Unit {
+			s = cand
+		}
+	}
 	scratch, err := r.NewCluster(ctx, opts.Admission)
 	if err != nil {
 		return nil, err
 	}
-	res, err := r.runOn(ctx, scratch, s, o, opts)
+	res, err := r.runOn(ctx, scratch, setups, s, o, opts)
 	scratch.Close()
 	if err != nil {
 		return nil, fmt.Errorf("simulating the current Git: %w", err)
@@ -114,7 +124,7 @@ func (r *Repository) currentState(ctx context.Context, s *simulate.Setup, o *sim
 	if err != nil {
 		return nil, err
 	}
-	if _, err := r.runOn(ctx, cl, s, o, opts); err != nil {
+	if _, err := r.runOn(ctx, cl, setups, s, o, opts); err != nil {
 		cl.Close()
 		return nil, fmt.Errorf("simulating the current Git: %w", err)
 	}
@@ -132,12 +142,13 @@ func (r *Repository) verifyCandidate(ctx context.Context, load Loader, c *fix.Ca
 	return v, true, err
 }
 
-// runOn runs setup s for object o on cluster cl, as verify does, and
-// returns its result.
-func (r *Repository) runOn(ctx context.Context, cl cluster.Cluster, s *simulate.Setup, o *simulate.Object, opts Options) (*simulate.Result, error) {
-	res, err := r.runWorld(ctx, cl, []*simulate.Setup{s}, [][]simulate.Desired{focus(s.Desired, o.Ref)}, opts)
+// runOn runs setup s of setups for object o on cluster cl, with the
+// world verify simulates (worldOf), and returns s's result.
+func (r *Repository) runOn(ctx context.Context, cl cluster.Cluster, setups []*simulate.Setup, s *simulate.Setup, o *simulate.Object, opts Options) (*simulate.Result, error) {
+	members, desired, at := r.worldOf(setups, s, o)
+	res, err := r.runWorld(ctx, cl, members, desired, opts)
 	if err != nil {
 		return nil, err
 	}
-	return res[0], nil
+	return res[at], nil
 }

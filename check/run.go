@@ -281,6 +281,18 @@ func (r *Repository) verify(ctx context.Context, load Loader, c *fix.Candidate, 
 // simulateFor runs setup s of setups again for object o (see verify), and
 // returns its result.
 func (r *Repository) simulateFor(ctx context.Context, setups []*simulate.Setup, s *simulate.Setup, o *simulate.Object, opts Options) (*simulate.Result, error) {
+	members, desired, at := r.worldOf(setups, s, o)
+	results, err := r.SimulateWorld(ctx, members, desired, opts)
+	if err != nil {
+		return nil, err
+	}
+	return results[at], nil
+}
+
+// worldOf returns what verifying a fix of object o simulates: setup s —
+// for o alone when o is in Git — and, in a world, the units of s's
+// cluster that apply o too, in the tools' order; at is s's index.
+func (r *Repository) worldOf(setups []*simulate.Setup, s *simulate.Setup, o *simulate.Object) (members []*simulate.Setup, desired [][]simulate.Desired, at int) {
 	desiredOf := func(cand *simulate.Setup) []simulate.Desired {
 		if o.InGit {
 			return focus(cand.Desired, o.Ref)
@@ -288,12 +300,10 @@ func (r *Repository) simulateFor(ctx context.Context, setups []*simulate.Setup, 
 		return cand.Desired
 	}
 	if !r.Together() {
-		return r.Simulate(ctx, s, desiredOf(s), opts)
+		return []*simulate.Setup{s}, [][]simulate.Desired{desiredOf(s)}, 0
 	}
 	r.inUnitOrder(setups)
-	var members []*simulate.Setup
-	var desired [][]simulate.Desired
-	at := -1
+	at = -1
 	for _, cand := range setups {
 		d := desiredOf(cand)
 		if cand != s && (!holds(d, o.Ref) || r.clusterOf(cand) != r.clusterOf(s)) {
@@ -304,11 +314,7 @@ func (r *Repository) simulateFor(ctx context.Context, setups []*simulate.Setup, 
 		}
 		members, desired = append(members, cand), append(desired, d)
 	}
-	results, err := r.SimulateWorld(ctx, members, desired, opts)
-	if err != nil {
-		return nil, err
-	}
-	return results[at], nil
+	return members, desired, at
 }
 
 // holds reports whether desired has the object ref.
