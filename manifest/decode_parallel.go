@@ -54,18 +54,20 @@ func (d *decoder) decodeSections(name string, secs []section) {
 	}
 	ahead := make([]*decoder, len(secs))
 	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(secs) {
-					return
-				}
-				ahead[i] = d.decodeAhead(name, secs[i], reserve)
+	work := func() {
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= len(secs) {
+				return
 			}
-		})
+			ahead[i] = d.decodeAhead(name, secs[i], reserve)
+		}
 	}
+	var wg sync.WaitGroup
+	for range workers - 1 {
+		wg.Go(work)
+	}
+	work() // the caller is one of the workers
 	wg.Wait()
 	for i, sec := range secs {
 		if d.stopped {

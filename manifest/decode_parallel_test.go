@@ -55,7 +55,9 @@ func TestParallelDecodingIsSequential(t *testing.T) {
 		}
 		return b.String()
 	}
-	cm := func(i int) string { return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c%d}\ndata: {k: v%d}\n", i, i) }
+	cm := func(i int) string {
+		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c%d}\ndata: {k: v%d}\n", i, i)
+	}
 	list := func(i int) string {
 		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMapList\nitems:\n- metadata: {name: l%d-a}\n- metadata: {name: l%d-b}\n- {kind: Bad}\n", i, i)
 	}

@@ -33,7 +33,7 @@ func BenchmarkDiffPredicted(b *testing.B) {
 			b.StopTimer()
 			objects := float64(b.N * n)
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/objects, "ns/object")
-			b.ReportMetric(float64((cpuTime() - cpu).Nanoseconds())/objects, "cpu-ns/object")
+			b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/objects, "cpu-ns/object")
 		})
 	}
 }
