@@ -33,6 +33,8 @@ e2e:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./admission/
 	$(GO) test -run '^$$' -bench BenchmarkCheck -benchtime 1x -benchmem ./internal/cli/
+	$(GO) test -run '^$$' -bench BenchmarkDiffPredicted -benchtime 1x -benchmem ./internal/cli/
+	$(GO) test -run '^$$' -bench 'Decode' -benchmem ./manifest/
 
 generate:
 	$(GO) generate ./schema ./schema/toolkit

@@ -101,10 +101,11 @@ func (p *Predicted) Diff(ctx context.Context, desired *unstructured.Unstructured
 		out.Notes = append(out.Notes, "webhooks not called offline: "+strings.Join(res.Unpredictable, ", "))
 	}
 	out.Desired = gitView(desired.Object)
-	out.Fields = setFieldsBetween(out.Desired, gitView(res.Object))
+	stored := gitView(res.Object)
+	out.Fields = setFieldsBetween(out.Desired, stored)
 	// Only what Git sets is compared; the rest of the stored object would
 	// make the diff unreadable.
-	out.Live, _ = project(gitView(res.Object), out.Desired).(map[string]any)
+	out.Live, _ = project(stored, out.Desired).(map[string]any)
 	for i := range out.Fields {
 		out.Fields[i].Origin, out.Fields[i].Steps = changeOrigin(res.Changes, out.Fields[i].Pointer)
 	}

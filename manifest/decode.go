@@ -45,6 +45,24 @@ type decoder struct {
 	// stopped is set once a call-wide limit is exceeded; nothing more is
 	// decoded after that.
 	stopped bool
+
+	// workers is how many sections are decoded at once; 0 is GOMAXPROCS.
+	workers int
+	// The fields below are set on the decoder of a section decoded
+	// ahead (decodeAhead). record makes countDocuments note its charges
+	// instead of applying them; reserve takes a section's alias
+	// expansion from the batch's budget before pass 2 expands it, and
+	// deferred notes that it could not.
+	record   bool
+	charges  []charge
+	reserve  func(nodes int) bool
+	deferred bool
+}
+
+// charge is one countDocuments call of a section decoded ahead.
+type charge struct {
+	src Source
+	n   int
 }
 
 func newDecoder(opts Options) *decoder {
@@ -98,6 +116,10 @@ func (d *decoder) read(name string, r io.Reader) ([]byte, bool) {
 // countDocuments charges n documents against MaxDocuments and reports
 // whether decoding may continue.
 func (d *decoder) countDocuments(src Source, n int) bool {
+	if d.record {
+		d.charges = append(d.charges, charge{src: src, n: n})
+		return true
+	}
 	d.docs += n
 	if d.docs > d.opts.MaxDocuments {
 		d.stop(newError(src, ErrTooManyDocuments, fmt.Sprintf(
@@ -122,35 +144,55 @@ func (d *decoder) decodeStream(name string, data []byte) {
 }
 
 // decodeYAMLStream decodes data, whose first byte is on line firstLine of
-// the file, section by section.
+// the file, section by section: in batches, each decoded on several cores
+// and merged in order (decodeSections).
 func (d *decoder) decodeYAMLStream(name string, data []byte, firstLine int) {
 	s := sectionScanner{data: data, line: firstLine}
+	batch := make([]section, 0, sectionBatch)
 	for !d.stopped {
 		sec, ok := s.next()
+		if ok {
+			batch = append(batch, sec)
+		}
+		if len(batch) == cap(batch) || !ok && len(batch) > 0 {
+			d.decodeSections(name, batch)
+			batch = batch[:0]
+		}
 		if !ok {
 			return
 		}
-		if sec.badSeparator != "" {
-			d.fail(newError(Source{File: name, Line: sec.separatorLine}, ErrSyntax, fmt.Sprintf(
-				"invalid document separator %q: only a comment may follow \"---\" on the same line "+
-					"(kubectl rejects it too); the document that follows is skipped", sec.badSeparator)))
-			continue
-		}
-		if isBlankYAML(sec.data) {
-			continue
-		}
-		doc := sec.data
-		if !bytes.HasSuffix(doc, []byte("\n")) {
-			// YAMLReader hands every line to the parser with a '\n'; the
-			// last line of a file may lack one, which can matter (e.g.
-			// for a truncated UTF-16 stream).
-			doc = append(doc[:len(doc):len(doc)], '\n')
-		}
-		lastLine := sec.line + bytes.Count(sec.data, []byte("\n"))
-		d.guard(Source{File: name, Line: sec.line}, func() {
-			d.decodeYAMLDocument(name, doc, sec.line, lastLine)
-		})
 	}
+}
+
+// decodeSection decodes one "---" section on its own, in order with the
+// call's budgets.
+func (d *decoder) decodeSection(name string, sec section) {
+	if sec.badSeparator != "" {
+		d.fail(newError(Source{File: name, Line: sec.separatorLine}, ErrSyntax, fmt.Sprintf(
+			"invalid document separator %q: only a comment may follow \"---\" on the same line "+
+				"(kubectl rejects it too); the document that follows is skipped", sec.badSeparator)))
+		return
+	}
+	if isBlankYAML(sec.data) {
+		return
+	}
+	doc, lastLine := sectionDocument(sec)
+	d.guard(Source{File: name, Line: sec.line}, func() {
+		d.decodeYAMLDocument(name, doc, sec.line, lastLine)
+	})
+}
+
+// sectionDocument returns what the parsers are given for sec, and the file
+// line the section ends on.
+func sectionDocument(sec section) ([]byte, int) {
+	doc := sec.data
+	if !bytes.HasSuffix(doc, []byte("\n")) {
+		// YAMLReader hands every line to the parser with a '\n'; the
+		// last line of a file may lack one, which can matter (e.g.
+		// for a truncated UTF-16 stream).
+		doc = append(doc[:len(doc):len(doc)], '\n')
+	}
+	return doc, sec.line + bytes.Count(sec.data, []byte("\n"))
 }
 
 // guard runs fn and turns a panic into an ErrInternal error. The YAML
@@ -277,6 +319,10 @@ func (d *decoder) checkYAMLDocument(name string, data []byte, lines lineMap) (ya
 		} else {
 			d.fail(e)
 		}
+		return yamlDoc{}, false
+	}
+	if d.reserve != nil && !d.reserve(d.opts.MaxAliasNodes-c.aliasLeft) {
+		d.deferred = true
 		return yamlDoc{}, false
 	}
 	info.sawMerge = c.sawMerge

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -136,11 +137,20 @@ func BenchmarkCheck(b *testing.B) {
 	}
 }
 
-// TestWriteBenchRepo writes the benchmark's repository to $TRUCE_BENCH_REPO,
+// benchRepoSize is $TRUCE_BENCH_OBJECTS, or 2,000 objects.
+func benchRepoSize() int {
+	if n, err := strconv.Atoi(os.Getenv("TRUCE_BENCH_OBJECTS")); err == nil && n > 0 {
+		return n
+	}
+	return 2000
+}
+
+// TestWriteBenchRepo writes the benchmark's repository to $TRUCE_BENCH_REPO
+// ($TRUCE_BENCH_OBJECTS objects, default 2,000),
 // to run truce check on it by hand (skipped otherwise).
 func TestWriteBenchRepo(t *testing.T) {
 	if os.Getenv("TRUCE_BENCH_REPO") == "" {
 		t.Skip("set TRUCE_BENCH_REPO=DIR to write the benchmark repository")
 	}
-	benchRepo(t, 2000)
+	benchRepo(t, benchRepoSize())
 }
