@@ -36,6 +36,11 @@ type Options struct {
 	GitSecret string
 	// GitAuth loosens where GitSecret's credentials may be sent.
 	GitAuth manifest.GitAuthOptions
+	// BucketSecret is a directory laid out as a mounted Secret of a Flux
+	// Bucket (files accesskey and secretkey): the credentials of Buckets
+	// whose spec.secretRef Secret is not in the repository as plain data.
+	// Empty fetches them anonymously.
+	BucketSecret string
 }
 
 // Unit kinds.
