@@ -8,7 +8,7 @@ import (
 )
 
 // check, fix, diff and lint take truce sync's Git credential flags and
-// refuse them as it does, and --bucket-secret likewise.
+// refuse them as it does, and --bucket-secret and --registry-config likewise.
 func TestGitSecretFlags(t *testing.T) {
 	root := filepath.Join("..", "..", "check", "testdata", "helm-mirror")
 	apps, cluster := filepath.Join(root, "apps"), filepath.Join(root, "cluster")
@@ -34,6 +34,8 @@ func TestGitSecretFlags(t *testing.T) {
 		{"a file", []string{"--git-secret", filepath.Join(secret, "password")}, "is not a directory"},
 		{"a missing bucket secret directory", []string{"--bucket-secret", missing}, "--bucket-secret " + missing + ": reading the bucket credentials: stat " + missing},
 		{"a bucket secret file", []string{"--bucket-secret", filepath.Join(secret, "password")}, "is not a directory"},
+		{"a missing registry config", []string{"--registry-config", missing}, "--registry-config " + missing + ": reading the registry credentials: stat " + missing},
+		{"a registry config directory", []string{"--registry-config", secret}, "is a directory"},
 	}
 	for name, args := range commands {
 		for _, tc := range tests {

@@ -41,6 +41,11 @@ type Options struct {
 	// whose spec.secretRef Secret is not in the repository as plain data.
 	// Empty fetches them anonymously.
 	BucketSecret string
+	// RegistryConfig is the OCI registry credentials file for Helm OCI
+	// charts and Flux OCIRepositories (Helm's --registry-config); empty
+	// is Helm's, as `helm registry login` writes it. Docker's
+	// config.json is read after it, as Helm does.
+	RegistryConfig string
 }
 
 // Unit kinds.
