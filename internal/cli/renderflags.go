@@ -28,6 +28,11 @@ type renderFlags struct {
 	// repositories Applications and GitRepositories clone.
 	gitSecret       string
 	gitInsecureHTTP bool
+	// bucketSecret holds the credentials of Flux Buckets whose Secret is
+	// not in the repository.
+	bucketSecret string
+	// registryConfig holds OCI registry credentials, as Helm's flag.
+	registryConfig string
 	// limits bound reading the repository; the command's --max-* flags.
 	limits *limitFlags
 }
@@ -39,6 +44,8 @@ func (r *renderFlags) register(f *pflag.FlagSet) {
 	f.BoolVar(&r.offline, "offline", false, "use no network: charts not in the cache make their Application or HelmRelease Unpredictable")
 	f.StringVar(&r.gitSecret, "git-secret", "", "a directory holding the credentials for the Git repositories Applications and GitRepositories clone, as a mounted Flux Git secret: username and password, or bearerToken (https://); identity, known_hosts and password, the key's passphrase (SSH)")
 	f.BoolVar(&r.gitInsecureHTTP, "git-insecure-http", false, "send --git-secret's credentials to plain http:// repositories, in clear text")
+	f.StringVar(&r.registryConfig, "registry-config", "", "the OCI registry credentials file for Helm OCI charts and Flux OCIRepositories, as helm registry login writes it (default: Helm's registry config, then Docker's config.json)")
+	f.StringVar(&r.bucketSecret, "bucket-secret", "", "a directory holding the credentials of Flux Buckets whose spec.secretRef Secret is not in the repository as plain data, as a mounted Secret: files accesskey and secretkey")
 }
 
 // options are the world.Options the flags say; errors are about the
@@ -52,18 +59,35 @@ func (r *renderFlags) options() (world.Options, error) {
 		return world.Options{}, err
 	}
 	return world.Options{
-		Render:    render.Options{Manifest: lopts, CacheDir: r.cacheDir, Offline: r.offline},
-		RepoURLs:  r.repoURLs,
-		Root:      r.repoRoot,
-		GitSecret: r.gitSecret,
-		GitAuth:   manifest.GitAuthOptions{InsecureHTTP: r.gitInsecureHTTP},
+		Render:         render.Options{Manifest: lopts, CacheDir: r.cacheDir, Offline: r.offline},
+		RepoURLs:       r.repoURLs,
+		Root:           r.repoRoot,
+		GitSecret:      r.gitSecret,
+		GitAuth:        manifest.GitAuthOptions{InsecureHTTP: r.gitInsecureHTTP},
+		BucketSecret:   r.bucketSecret,
+		RegistryConfig: r.registryConfig,
 	}, nil
 }
 
-// validateGit checks --git-secret and --git-insecure-http.
+// validateGit checks --git-secret, --git-insecure-http, --bucket-secret
+// and --registry-config.
 func (r *renderFlags) validateGit() error {
 	if r.gitInsecureHTTP && r.gitSecret == "" {
 		return errors.New("--git-insecure-http lets the credentials of --git-secret go over plain http://: it needs --git-secret")
+	}
+	if r.registryConfig != "" {
+		if info, err := os.Stat(r.registryConfig); err != nil {
+			return fmt.Errorf("--registry-config %s: reading the registry credentials: %w", r.registryConfig, err)
+		} else if info.IsDir() {
+			return fmt.Errorf("--registry-config %s: reading the registry credentials: %s is a directory", r.registryConfig, r.registryConfig)
+		}
+	}
+	if r.bucketSecret != "" {
+		if info, err := os.Stat(r.bucketSecret); err != nil {
+			return fmt.Errorf("--bucket-secret %s: reading the bucket credentials: %w", r.bucketSecret, err)
+		} else if !info.IsDir() {
+			return fmt.Errorf("--bucket-secret %s: reading the bucket credentials: %s is not a directory", r.bucketSecret, r.bucketSecret)
+		}
 	}
 	if r.gitSecret != "" {
 		if info, err := os.Stat(r.gitSecret); err != nil {

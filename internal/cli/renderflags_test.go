@@ -8,7 +8,7 @@ import (
 )
 
 // check, fix, diff and lint take truce sync's Git credential flags and
-// refuse them as it does.
+// refuse them as it does, and --bucket-secret and --registry-config likewise.
 func TestGitSecretFlags(t *testing.T) {
 	root := filepath.Join("..", "..", "check", "testdata", "helm-mirror")
 	apps, cluster := filepath.Join(root, "apps"), filepath.Join(root, "cluster")
@@ -32,6 +32,10 @@ func TestGitSecretFlags(t *testing.T) {
 		{"insecure http without a secret", []string{"--git-insecure-http"}, "--git-insecure-http lets the credentials of --git-secret go over plain http://: it needs --git-secret"},
 		{"a missing secret directory", []string{"--git-secret", missing}, "--git-secret " + missing + ": reading the Git credentials: stat " + missing},
 		{"a file", []string{"--git-secret", filepath.Join(secret, "password")}, "is not a directory"},
+		{"a missing bucket secret directory", []string{"--bucket-secret", missing}, "--bucket-secret " + missing + ": reading the bucket credentials: stat " + missing},
+		{"a bucket secret file", []string{"--bucket-secret", filepath.Join(secret, "password")}, "is not a directory"},
+		{"a missing registry config", []string{"--registry-config", missing}, "--registry-config " + missing + ": reading the registry credentials: stat " + missing},
+		{"a registry config directory", []string{"--registry-config", secret}, "is a directory"},
 	}
 	for name, args := range commands {
 		for _, tc := range tests {

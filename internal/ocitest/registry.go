@@ -8,10 +8,13 @@ import (
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -31,6 +34,34 @@ type Registry struct {
 	// Corrupt serves every blob over 100 bytes altered under its true
 	// digest, to prove clients check digests.
 	Corrupt atomic.Bool
+	// user and password, when set, are required of every request as
+	// basic auth.
+	user, password string
+}
+
+// RequireBasicAuth makes the registry answer 401 to requests without
+// user and password, as a private registry does.
+func (r *Registry) RequireBasicAuth(user, password string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.user, r.password = user, password
+}
+
+// DockerConfig writes a Docker config.json (the file `helm registry
+// login` and `docker login` write) holding user and password for this
+// registry, and returns its path.
+func (r *Registry) DockerConfig(t testing.TB, user, password string) string {
+	t.Helper()
+	auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
+	data, err := json.Marshal(map[string]any{"auths": map[string]any{r.Host(): map[string]string{"auth": auth}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // NewRegistry starts a registry, closed when the test ends.
@@ -100,6 +131,14 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 	r.Requests.Add(1)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.user != "" {
+		user, password, ok := req.BasicAuth()
+		if !ok || user != r.user || password != r.password {
+			w.Header().Set("WWW-Authenticate", `Basic realm="ocitest"`)
+			http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
+			return
+		}
+	}
 	p := strings.TrimPrefix(req.URL.Path, "/v2/")
 	switch {
 	case req.URL.Path == "/v2/" || req.URL.Path == "/v2":

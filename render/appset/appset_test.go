@@ -145,7 +145,8 @@ func TestExpand(t *testing.T) {
       template: {metadata: {name: '{{env}}-{{path.basename}}'}}
 ` + template, want: [][]string{{"metadata.name=dev-guestbook", "spec.source.path=apps/{{name}}"}, {"metadata.name=dev-web_ui"}}},
 		{name: "other repository", spec: "  generators:\n  - git: {repoURL: 'https://other.example.com/y.git', directories: [{path: '*'}]}\n" + template, unpredictable: true, err: "other.example.com"},
-		{name: "slugify", spec: "  goTemplate: true\n  generators:\n  - list: {elements: [{name: a}]}\n" + strings.ReplaceAll(template, "{{name}}", "{{slugify .name}}"), unpredictable: true, err: "slugify"},
+		{name: "slugify", spec: "  goTemplate: true\n  generators:\n  - list: {elements: [{name: Feature/A_B}]}\n" + strings.ReplaceAll(template, "{{name}}", "{{slugify .name}}"),
+			want: [][]string{{"metadata.name=feature-a-b"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := Options{MaxApplications: tc.max, Repository: func(_ context.Context, url, _ string) (string, error) {

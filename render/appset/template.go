@@ -15,8 +15,6 @@ import (
 	"github.com/Masterminds/sprig/v3"
 	"github.com/valyala/fasttemplate"
 	"sigs.k8s.io/yaml"
-
-	"github.com/truce-dev/truce/render"
 )
 
 // maxStringBytes bounds what one templated string may grow to: sprig's
@@ -41,10 +39,6 @@ type engine struct {
 	ctx  context.Context
 	stop atomic.Bool
 }
-
-// errSlugify is returned by the slugify function: Argo CD computes it
-// with github.com/gosimple/slug, which truce does not carry.
-var errSlugify = errors.New("the slugify function is not evaluated by truce")
 
 func newEngine(ctx context.Context, goTemplate bool, options []string) (*engine, error) {
 	e := &engine{goTemplate: goTemplate, ctx: ctx}
@@ -96,7 +90,7 @@ func funcMap() template.FuncMap {
 	delete(m, "expandenv")
 	delete(m, "getHostByName")
 	m["normalize"] = SanitizeName
-	m["slugify"] = func(...any) (string, error) { return "", errSlugify }
+	m["slugify"] = slugify
 	m["toYaml"] = toYAML
 	m["fromYaml"] = fromYAML
 	m["fromYamlArray"] = fromYAMLArray
@@ -195,9 +189,6 @@ func (e *engine) replace(s string, params map[string]any) (string, error) {
 		}()
 		select {
 		case err := <-done:
-			if errors.Is(err, errSlugify) {
-				return "", &render.Unpredictable{Subject: "template " + s, Reason: errSlugify.Error()}
-			}
 			if err != nil {
 				return "", fmt.Errorf("failed to execute go template %s: %w", s, err)
 			}

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
-
-	"github.com/truce-dev/truce/render"
 )
 
 // Rows of Argo CD's TestRenderTemplateParams (applicationset/utils).
@@ -126,13 +124,42 @@ func TestReplaceGoTemplate(t *testing.T) {
 	}
 }
 
-// slugify needs a library truce does not carry: the template is
-// Unpredictable, not wrong.
-func TestSlugifyIsUnpredictable(t *testing.T) {
+// slugify is Argo CD's. The first four rows are Argo CD v3.6.1's own
+// (applicationset/utils/utils_test.go, TestSlugify); the others call it
+// from a template as users do.
+func TestSlugify(t *testing.T) {
+	const long = "feat/a_really+long_pull_request_name_to_test_argo_slugification_and_branch_name_shortening_feature"
+	const oneWord = "feat/areallylongpullrequestnametotestargoslugificationandbranchnameshorteningfeature"
 	e, _ := newEngine(context.Background(), true, nil)
-	_, err := e.replace(`{{ slugify .n }}`, map[string]any{"n": "x"})
-	if _, ok := render.AsUnpredictable(err); !ok {
-		t.Errorf("slugify: %v, want Unpredictable", err)
+	tests := []struct {
+		template string
+		name     any
+		want     string
+		err      string
+	}{
+		{template: "{{ slugify 50 false .n }}", name: long, want: "feat-a-really-long-pull-request-name-to-test-argo"},
+		{template: "{{ slugify 53 true .n }}", name: long, want: "feat-a-really-long-pull-request-name-to-test-argo"},
+		{template: "{{ slugify 50 true .n }}", name: oneWord, want: "feat"},
+		{template: "{{ slugify 50 false .n }}", name: oneWord, want: "feat-areallylongpullrequestnametotestargoslugifica"},
+		{template: "{{ slugify .n }}", name: long, want: "feat-a-really-long-pull-request-name-to-test-argo"},
+		{template: "{{ slugify 10 .n }}", name: "Feature/ÄÖÜ Branch", want: "feature"},
+		// normalize runs first and drops what is not ASCII, as in Argo CD.
+		{template: "{{ slugify .n }}", name: "Feature/Ünïcode Bränch", want: "feature-n-code-br-nch"},
+		{template: "{{ slugify 20 true 7 .n }}", name: "ignored-extra-argument", want: "ignored-extra"},
+		{template: "{{ slugify .n }}", name: 7, err: "slugify: argument 1 is int"},
+		{template: "{{ slugify -1 false .n }}", name: "x", err: "slugify: maxSize -1"},
+	}
+	for _, tc := range tests {
+		got, err := e.replace(tc.template, map[string]any{"n": tc.name})
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s with %v: %q, %v; want an error with %q", tc.template, tc.name, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%s with %v = %q, %v; want %q", tc.template, tc.name, got, err, tc.want)
+		}
 	}
 }
 

@@ -54,6 +54,9 @@ type OCIRepository struct {
 	MediaType, Operation string
 	// Insecure is spec.insecure: the registry speaks plain HTTP.
 	Insecure bool
+	// credentials says where the credentials sent came from, for
+	// messages.
+	credentials string
 }
 
 // ParseOCIRepository reads an OCIRepository object's spec.
@@ -103,10 +106,14 @@ type OCIArtifact struct {
 // under CacheDir/oci: blobs by digest, and what each URL and tag or digest
 // resolved to, so that offline the last pull of a tag or digest is used.
 // A semver range needs the registry's tags: offline it is Unpredictable.
-// Registries are reached anonymously.
+// Registries get the credentials of RegistryConfig.
 type OCIPuller struct {
 	CacheDir string
 	Offline  bool
+	// RegistryConfig is the registry credentials file (truce's
+	// --registry-config); empty is Helm's, as `helm registry login`
+	// writes it. Docker's config.json is read after it, as Helm does.
+	RegistryConfig string
 	// MaxBytes bounds the layer downloaded; zero is DefaultMaxOCIBytes.
 	MaxBytes int64
 }
@@ -147,6 +154,13 @@ func (p *OCIPuller) Pull(ctx context.Context, r *OCIRepository) (*OCIArtifact, e
 		return nil, fmt.Errorf("%s: invalid url %q: %w", r.subject(), r.URL, err)
 	}
 	repo.PlainHTTP = r.Insecure
+	if repo.Client, err = registryClient(p.RegistryConfig); err != nil {
+		return nil, fmt.Errorf("%s: %w", r.subject(), err)
+	}
+	r.credentials = "Helm's registry config and Docker's config.json"
+	if p.RegistryConfig != "" {
+		r.credentials = "--registry-config " + p.RegistryConfig
+	}
 	res, err := p.resolve(ctx, repo, r, ref)
 	if err != nil {
 		return nil, err
@@ -181,6 +195,11 @@ func (r *OCIRepository) failed(ctx context.Context, doing string, err error) err
 	}
 	if errors.Is(err, errdef.ErrNotFound) {
 		return fmt.Errorf("%s: %s: %w", r.subject(), doing, err)
+	}
+	if refused(err) {
+		// The cluster may hold credentials truce does not: the
+		// artifact is unknown, not missing.
+		return &render.Unpredictable{Subject: r.subject() + " (" + r.URL + ")", Reason: fmt.Sprintf("the registry refused access with the credentials of %s: %s: %v", r.credentials, doing, err)}
 	}
 	return &render.Unpredictable{Subject: r.subject() + " (" + r.URL + ")", Reason: "cannot be pulled: " + doing + ": " + err.Error()}
 }

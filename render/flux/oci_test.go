@@ -129,3 +129,52 @@ func TestOCIPullerOffline(t *testing.T) {
 		t.Errorf("offline pulls made %d requests", n-before)
 	}
 }
+
+// Registries get the credentials of the registry config: right ones
+// pull, wrong or missing ones are Unpredictable, naming the registry and
+// never the password.
+func TestOCIPullerCredentials(t *testing.T) {
+	t.Setenv("DOCKER_CONFIG", t.TempDir()) // not the user's Docker logins
+	const password = "reg-pa55word"
+	reg := ocitest.NewRegistry(t)
+	reg.Push(t, "manifests/app", "v1.0.0", ocitest.Layer{MediaType: "application/vnd.cncf.flux.content.v1.tar+gzip",
+		Data: ocitest.TarGz(t, map[string]string{"app/cm.yaml": "x"})})
+	reg.RequireBasicAuth("truce", password)
+	empty := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(empty, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url := "oci://" + reg.Host() + "/manifests/app"
+	tests := []struct {
+		name, config string
+		repo         OCIRepository
+		want         string // "" pulls
+	}{
+		{"right credentials", reg.DockerConfig(t, "truce", password), OCIRepository{Tag: "v1.0.0"}, ""},
+		{"right credentials, semver", reg.DockerConfig(t, "truce", password), OCIRepository{SemVer: "1.x"}, ""},
+		{"wrong password", reg.DockerConfig(t, "truce", "not-"+password), OCIRepository{Tag: "v1.0.0"},
+			"OCIRepository ns/app (" + url + "): the registry refused access with the credentials of --registry-config"},
+		{"wrong password, semver", reg.DockerConfig(t, "truce", "not-"+password), OCIRepository{SemVer: "1.x"}, "the registry refused access"},
+		{"no credentials", empty, OCIRepository{Tag: "v1.0.0"}, "the registry refused access"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &OCIPuller{CacheDir: t.TempDir(), RegistryConfig: tc.config}
+			r := tc.repo
+			r.Name, r.URL, r.Insecure = "ns/app", url, true
+			art, err := p.Pull(t.Context(), &r)
+			if tc.want == "" {
+				if err != nil || art.Revision == "" {
+					t.Fatalf("pulled %v, %v", art, err)
+				}
+				return
+			}
+			if _, ok := render.AsUnpredictable(err); !ok || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want Unpredictable with %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), password) {
+				t.Errorf("error %v shows the password", err)
+			}
+		})
+	}
+}

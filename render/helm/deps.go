@@ -72,6 +72,9 @@ func (p *Puller) buildDependencies(ctx context.Context, ch *Chart, root string, 
 		if u := s.unreachable("dependencies of " + ch.String()); u != nil {
 			return nil, u
 		}
+		if u := s.denied("dependencies of "+ch.String(), p.credentials()); u != nil {
+			return nil, u
+		}
 		return nil, fmt.Errorf("helm dependency build of %s: %w", ch, s.explain(err))
 	}
 	built, err := loader.Load(work)

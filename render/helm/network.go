@@ -46,6 +46,9 @@ type session struct {
 	refused  []string // URLs not fetched because offline
 	overflow bool     // the download budget was exceeded
 	dialErr  error    // the first connection that could not be opened
+	// deniedBy is the registry host whose last answer refused access
+	// (401, 403), "" when its last answer did not.
+	deniedBy string
 }
 
 func (p *Puller) newSession(ctx context.Context) (*session, error) {
@@ -135,6 +138,19 @@ func (s *session) explain(err error) error {
 	return err
 }
 
+// denied is a *render.Unpredictable for subject when an OCI registry's
+// last answer refused access: the cluster may hold credentials truce does
+// not, so what it would serve is unknown. credentials says where the
+// credentials came from; their values are never shown.
+func (s *session) denied(subject, credentials string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.deniedBy == "" || s.ctx.Err() != nil {
+		return nil
+	}
+	return &render.Unpredictable{Subject: subject, Reason: fmt.Sprintf("registry %s refused access with the credentials of %s", s.deniedBy, credentials)}
+}
+
 // unreachable is a *render.Unpredictable for subject when the session
 // failed because a server could not be reached at all (refused, unknown
 // host, timed out): what it would have served is unknown, which is not
@@ -186,7 +202,18 @@ func (g *guardedRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 		g.s.refuse(req.URL.String())
 		return nil, errOffline
 	}
-	return g.next.RoundTrip(req.WithContext(g.s.ctx))
+	resp, err := g.next.RoundTrip(req.WithContext(g.s.ctx))
+	if err == nil {
+		// A 401 is also the first step of every token or basic auth
+		// exchange: only the last answer tells a refusal.
+		g.s.mu.Lock()
+		g.s.deniedBy = ""
+		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+			g.s.deniedBy = req.URL.Host
+		}
+		g.s.mu.Unlock()
+	}
+	return resp, err
 }
 
 // providers are the getters Helm's downloader uses in this session: HTTP(S)

@@ -81,6 +81,15 @@ func (p *Puller) cache() cacheDir {
 	return cacheDir(filepath.Join(dir, "helm"))
 }
 
+// credentials names where OCI registry credentials come from, for
+// messages.
+func (p *Puller) credentials() string {
+	if p.RegistryConfig != "" {
+		return "--registry-config " + p.RegistryConfig
+	}
+	return "Helm's registry config and Docker's config.json"
+}
+
 func (p *Puller) maxDownloadBytes() int64 {
 	if p.MaxDownloadBytes > 0 {
 		return p.MaxDownloadBytes
@@ -240,6 +249,9 @@ func (p *Puller) pullOCI(s *session, ref Ref) (*Chart, error) {
 		if un := s.unreachable(ref.String()); un != nil {
 			return nil, un
 		}
+		if un := s.denied(ref.String(), p.credentials()); un != nil {
+			return nil, un
+		}
 		return nil, fmt.Errorf("pulling %s: %w", ref, s.explain(err))
 	}
 	version := ref.Version
@@ -257,6 +269,9 @@ func (p *Puller) pullOCI(s *session, ref Ref) (*Chart, error) {
 	data, err := g.Get(u.String(), getter.WithRegistryClient(s.registry))
 	if err != nil {
 		if un := s.unreachable(ref.String()); un != nil {
+			return nil, un
+		}
+		if un := s.denied(ref.String(), p.credentials()); un != nil {
 			return nil, un
 		}
 		return nil, fmt.Errorf("pulling %s: %w", ref, s.explain(err))

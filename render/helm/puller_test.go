@@ -316,3 +316,42 @@ func closedURL(t *testing.T) string {
 	srv.Close()
 	return srv.URL
 }
+
+// OCI registries get the credentials of the registry config: right ones
+// pull, wrong or missing ones make the chart Unpredictable, naming the
+// registry and never the password.
+func TestPullOCICredentials(t *testing.T) {
+	t.Setenv("DOCKER_CONFIG", t.TempDir()) // not the user's Docker logins
+	const password = "reg-pa55word"
+	reg := ocitest.NewRegistry(t)
+	pushChart(t, reg, "charts/web", "1.0.0")
+	reg.RequireBasicAuth("truce", password)
+	tests := []struct {
+		name, config string
+		want         string // "" pulls
+	}{
+		{"right credentials", reg.DockerConfig(t, "truce", password), ""},
+		{"wrong password", reg.DockerConfig(t, "truce", "not-"+password), "registry " + reg.Host() + " refused access with the credentials of --registry-config"},
+		{"no credentials", registryConfig(t), "registry " + reg.Host() + " refused access"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Puller{CacheDir: t.TempDir(), PlainHTTP: true, RegistryConfig: tc.config}
+			for _, version := range []string{"1.0.0", "^1.0.0"} {
+				ch, err := p.Pull(t.Context(), Ref{RepoURL: "oci://" + reg.Host() + "/charts", Chart: "web", Version: version})
+				if tc.want == "" {
+					if err != nil || ch.Version() != "1.0.0" {
+						t.Fatalf("%s: pulled %v, %v", version, ch, err)
+					}
+					continue
+				}
+				if _, ok := render.AsUnpredictable(err); !ok || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("%s: error %v, want Unpredictable with %q", version, err, tc.want)
+				}
+				if strings.Contains(err.Error(), password) {
+					t.Errorf("%s: error %v shows the password", version, err)
+				}
+			}
+		})
+	}
+}

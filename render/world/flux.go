@@ -149,9 +149,9 @@ func (s *state) sourceRoot(ctx context.Context, kind, namespace, name string) (s
 	case "OCIRepository":
 		return s.ociSource(ctx, namespace, name)
 	case "Bucket":
-		return "", s.bucket(namespace, name)
+		return s.bucketSource(ctx, namespace, name)
 	}
-	return "", unpredictable(subject, "truce reads Kustomizations from GitRepository, OCIRepository and ExternalArtifact sources only")
+	return "", unpredictable(subject, "truce reads Kustomizations from GitRepository, OCIRepository, Bucket and ExternalArtifact sources only")
 }
 
 // artifact assembles an ArtifactGenerator's artifact into a temporary

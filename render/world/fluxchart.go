@@ -75,7 +75,7 @@ func (s *state) helmChart(ctx context.Context, namespace, name string) (*helm.Ch
 
 // chartFrom finds chart at version in the source kind namespace/name, as
 // source-controller builds a HelmChart: pulled from a HelmRepository, or
-// loaded from a directory of a GitRepository's artifact; valuesFiles
+// loaded from a directory of a GitRepository's or Bucket's artifact; valuesFiles
 // merged into its values.
 func (s *state) chartFrom(ctx context.Context, chart, version, kind, namespace, name string, valuesFiles chartValuesFiles) (*helm.Chart, error) {
 	switch kind {
@@ -94,7 +94,7 @@ func (s *state) chartFrom(ctx context.Context, chart, version, kind, namespace, 
 			return nil, err
 		}
 		return valuesFiles.apply(ch, "")
-	case "GitRepository":
+	case "GitRepository", "Bucket":
 		root, err := s.sourceRoot(ctx, kind, namespace, name)
 		if err != nil {
 			return nil, err
@@ -108,20 +108,6 @@ func (s *state) chartFrom(ctx context.Context, chart, version, kind, namespace, 
 			return nil, err
 		}
 		return valuesFiles.apply(ch, root)
-	case "Bucket":
-		return nil, s.bucket(namespace, name)
 	}
-	return nil, unpredictable(fmt.Sprintf("chart %s from %s %s/%s", chart, kind, namespace, name), "truce reads charts from HelmRepository, GitRepository and OCIRepository sources only")
-}
-
-// bucket is why a Bucket's artifact is not read: truce does not fetch
-// from S3, GCS or Azure.
-func (s *state) bucket(namespace, name string) error {
-	obj, ok := s.find(sourceGroup, "Bucket", namespace, name)
-	if !ok {
-		return fmt.Errorf("sourceRef Bucket %s/%s is not in the repository", namespace, name)
-	}
-	endpoint, _, _ := unstructured.NestedString(obj.Object, "spec", "endpoint")
-	bucketName, _, _ := unstructured.NestedString(obj.Object, "spec", "bucketName")
-	return unpredictable(fmt.Sprintf("Bucket %s/%s (endpoint %s)", namespace, name, endpoint), "bucket %s is not fetched by truce", bucketName)
+	return nil, unpredictable(fmt.Sprintf("chart %s from %s %s/%s", chart, kind, namespace, name), "truce reads charts from HelmRepository, GitRepository, Bucket and OCIRepository sources only")
 }

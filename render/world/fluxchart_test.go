@@ -26,7 +26,8 @@ spec:
 `
 
 // HelmRelease chartRefs to HelmCharts read the chart as
-// spec.chart.spec would; Buckets are not fetched.
+// spec.chart.spec would; offline, Buckets not in the cache are
+// Unpredictable.
 func TestHelmChartAndBucketSources(t *testing.T) {
 	tests := []struct {
 		name string
@@ -110,7 +111,7 @@ metadata: {name: web, namespace: flux-system}
 spec: {chart: ./web, sourceRef: {kind: Bucket, name: charts}, interval: 1m}
 ---
 ` + helmChartRelease,
-			unit: "HelmRelease apps/web", problem: "Bucket flux-system/charts (endpoint minio.example.com): bucket charts is not fetched by truce", unpredictable: true,
+			unit: "HelmRelease apps/web", problem: "Bucket flux-system/charts (endpoint minio.example.com, bucket charts): not in the cache", unpredictable: true,
 		},
 		{
 			name: "a Kustomization of a Bucket",
@@ -120,7 +121,7 @@ metadata: {name: other, namespace: flux-system}
 spec: {bucketName: manifests, endpoint: s3.amazonaws.com, provider: aws, interval: 1m}
 ---
 ` + appKustomization("Bucket", "other"),
-			unit: "Kustomization flux-system/app", problem: "Bucket flux-system/other (endpoint s3.amazonaws.com): bucket manifests is not fetched by truce", unpredictable: true,
+			unit: "Kustomization flux-system/app", problem: "Bucket flux-system/other (endpoint s3.amazonaws.com, bucket manifests): not in the cache", unpredictable: true,
 		},
 	}
 	for _, tc := range tests {

@@ -24,7 +24,7 @@ func (s *state) ociArtifact(ctx context.Context, namespace, name string) (string
 	if err != nil {
 		return "", err
 	}
-	p := &flux.OCIPuller{CacheDir: s.opts.Render.CacheDir, Offline: s.opts.Render.Offline}
+	p := &flux.OCIPuller{CacheDir: s.opts.Render.CacheDir, Offline: s.opts.Render.Offline, RegistryConfig: s.opts.RegistryConfig}
 	art, err := p.Pull(ctx, repo)
 	if err != nil {
 		return "", err

@@ -93,3 +93,51 @@ spec:
 		})
 	}
 }
+
+// Options.RegistryConfig's credentials reach OCIRepositories and Helm
+// OCI charts alike; a registry refusing access makes the unit
+// Unpredictable.
+func TestOCIRegistryCredentials(t *testing.T) {
+	t.Setenv("DOCKER_CONFIG", t.TempDir()) // not the user's Docker logins
+	const password = "reg-pa55word"
+	reg := ocitest.NewRegistry(t)
+	reg.Push(t, "manifests/app", "v1.0.0", ocitest.Layer{MediaType: "application/vnd.cncf.flux.content.v1.tar+gzip",
+		Data: ocitest.TarGz(t, map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: from-oci, namespace: default}\n"})})
+	reg.RequireBasicAuth("truce", password)
+	more := `apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata: {name: app, namespace: flux-system}
+spec: {interval: 1m, url: 'oci://` + reg.Host() + `/manifests/app', insecure: true, ref: {tag: v1.0.0}}
+---
+` + appKustomization("OCIRepository", "app")
+	for _, tc := range []struct {
+		name, config, problem string
+	}{
+		{"right credentials", reg.DockerConfig(t, "truce", password), ""},
+		{"wrong credentials", reg.DockerConfig(t, "truce", "nope"), "the registry refused access with the credentials of --registry-config"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := fluxCluster(t, more)
+			opts := offline(t, root)
+			opts.Render.Offline = false
+			opts.RegistryConfig = tc.config
+			worlds, err := Load(t.Context(), []string{filepath.Join(root, "clusters", "prod")}, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u := units(worlds[0])["Kustomization flux-system/app"]
+			if u == nil {
+				t.Fatalf("no Kustomization flux-system/app among %v", keys(units(worlds[0])))
+			}
+			if tc.problem == "" {
+				if !applies(worlds[0], u.Unit, "ConfigMap/from-oci") {
+					t.Fatalf("ConfigMap/from-oci not applied; problem %v", u.Problem)
+				}
+				return
+			}
+			if _, ok := render.AsUnpredictable(u.Problem); !ok || !strings.Contains(u.Problem.Error(), tc.problem) || !strings.Contains(u.Problem.Error(), reg.Host()) {
+				t.Fatalf("problem %v, want Unpredictable with %q naming %s", u.Problem, tc.problem, reg.Host())
+			}
+		})
+	}
+}

@@ -36,6 +36,16 @@ type Options struct {
 	GitSecret string
 	// GitAuth loosens where GitSecret's credentials may be sent.
 	GitAuth manifest.GitAuthOptions
+	// BucketSecret is a directory laid out as a mounted Secret of a Flux
+	// Bucket (files accesskey and secretkey): the credentials of Buckets
+	// whose spec.secretRef Secret is not in the repository as plain data.
+	// Empty fetches them anonymously.
+	BucketSecret string
+	// RegistryConfig is the OCI registry credentials file for Helm OCI
+	// charts and Flux OCIRepositories (Helm's --registry-config); empty
+	// is Helm's, as `helm registry login` writes it. Docker's
+	// config.json is read after it, as Helm does.
+	RegistryConfig string
 }
 
 // Unit kinds.
