@@ -96,6 +96,10 @@ func (r *Runner) Do(ctx context.Context, job string, payload []byte) ([]byte, er
 	if r.needHook && !hooked.Load() {
 		return nil, ErrUnavailable
 	}
+	body := encodeRequest(job, payload)
+	if len(body) > MaxFrame {
+		return nil, fmt.Errorf("%w: the job is %d bytes, more than the %d-byte limit of a frame", ErrUnavailable, len(body), MaxFrame)
+	}
 	select {
 	case r.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -106,7 +110,7 @@ func (r *Runner) Do(ctx context.Context, job string, payload []byte) ([]byte, er
 	if err != nil {
 		return nil, err
 	}
-	out, err := w.do(ctx, job, payload)
+	out, err := w.do(ctx, job, body)
 	var jobErr *JobError
 	if err == nil || errors.As(err, &jobErr) {
 		r.run.Add(1)
@@ -277,8 +281,9 @@ func (w *worker) exited() bool {
 	}
 }
 
-// do sends one job and waits for its answer, ctx or the worker's death.
-func (w *worker) do(ctx context.Context, job string, payload []byte) ([]byte, error) {
+// do sends one job (body is its encoded request) and waits for its
+// answer, ctx or the worker's death.
+func (w *worker) do(ctx context.Context, job string, body []byte) ([]byte, error) {
 	w.stderr.reset()
 	type answer struct {
 		body []byte
@@ -286,7 +291,7 @@ func (w *worker) do(ctx context.Context, job string, payload []byte) ([]byte, er
 	}
 	got := make(chan answer, 1)
 	go func() {
-		if err := writeFrame(w.in, encodeRequest(job, payload)); err != nil {
+		if err := writeFrame(w.in, body); err != nil {
 			got <- answer{err: err}
 			return
 		}
