@@ -22,5 +22,6 @@
 // Helm does none of its network work under a context or a size limit, and
 // its template engine cannot be interrupted; this package bounds the first
 // at the connection level (Puller.MaxDownloadBytes, contexts) and runs the
-// second on a goroutine it abandons at a deadline (see Render).
+// second in a worker process (package isolate), killed at a deadline and
+// surviving a template recursion that exhausts the stack (see Render).
 package helm

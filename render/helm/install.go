@@ -12,9 +12,10 @@ import (
 	"helm.sh/helm/v4/pkg/chart/common/util"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
-	"helm.sh/helm/v4/pkg/engine"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
+
+	"github.com/truce-dev/truce/render/isolate"
 )
 
 // This file is helm template's rendering, taken step by step from Helm
@@ -47,6 +48,9 @@ type installClientOnly struct {
 	IncludeCRDs          bool
 	IsUpgrade            bool
 	SkipSchemaValidation bool
+	// Runner runs the template engine in a worker process; nil runs it in
+	// this one.
+	Runner *isolate.Runner
 }
 
 // templated is what helm template prints, as action.Install leaves it in
@@ -117,10 +121,10 @@ func (i *installClientOnly) renderResources(ctx context.Context, ch *chart.Chart
 		}
 	}
 
-	// The zero Engine has no client provider, so lookup returns an empty
-	// map, as helm template's; EnableDNS stays false (--enable-dns unset).
-	var e engine.Engine
-	files, err := e.RenderWithContext(ctx, ch, values)
+	// The zero Engine (renderTemplates) has no client provider, so lookup
+	// returns an empty map, as helm template's; EnableDNS stays false
+	// (--enable-dns unset).
+	files, err := renderTemplates(ctx, i.Runner, ch, values)
 	if err != nil {
 		return nil, "", err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/truce-dev/truce/manifest"
 	"github.com/truce-dev/truce/render"
+	"github.com/truce-dev/truce/render/isolate"
 )
 
 // RenderTimeout bounds one Render when ctx has no earlier deadline.
@@ -70,14 +71,21 @@ type Rendered struct {
 // returns the objects that decoded cleanly together with the errors of
 // those that did not.
 //
-// Rendering runs on its own goroutine and Render returns when ctx ends or
-// RenderTimeout passes, with an error naming the chart. Go's template
-// engine cannot be interrupted, so a template that never ends keeps that
-// goroutine (and a CPU) busy until the process exits; a template that
-// recurses without end (tpl evaluating itself) makes Go's runtime abort
-// the whole process when the goroutine's stack reaches its limit, which
-// no in-process guard can catch.
+// Helm's template engine runs in a worker process (package isolate), so
+// that a chart whose templates recurse without end (tpl evaluating
+// itself) fails with an error naming it instead of aborting truce when the
+// stack runs out. Render returns when ctx ends or RenderTimeout passes,
+// with an error naming the chart, and the worker is killed. Without a
+// worker (an executable that does not call isolate.Main) the engine runs
+// in process as before: a template that never ends then keeps a goroutine
+// busy until the process exits, and a recursion without end aborts it.
 func Render(ctx context.Context, ch *Chart, rel Release, values map[string]any, opts render.Options) (*Rendered, error) {
+	return renderWith(ctx, isolate.Default(), ch, rel, values, opts)
+}
+
+// renderWith is Render with the engine in runner's workers, or in process
+// when runner is nil.
+func renderWith(ctx context.Context, runner *isolate.Runner, ch *Chart, rel Release, values map[string]any, opts render.Options) (*Rendered, error) {
 	opts = opts.WithDefaults()
 	kubeVersion, err := common.ParseKubeVersion(opts.KubeVersion)
 	if err != nil {
@@ -105,6 +113,7 @@ func Render(ctx context.Context, ch *Chart, rel Release, values map[string]any, 
 		IncludeCRDs:          rel.IncludeCRDs,
 		IsUpgrade:            rel.IsUpgrade,
 		SkipSchemaValidation: rel.SkipSchemaValidation,
+		Runner:               runner,
 	}
 	out, err := runInstall(ctx, install, cloneChart(ch.Chart), vals, ch)
 	if err != nil {
@@ -140,7 +149,7 @@ func runInstall(ctx context.Context, install *installClientOnly, c *chart.Chart,
 		return r.out, nil
 	case <-ctx.Done():
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, fmt.Errorf("rendering %s: templates did not finish in time; a template may loop forever (rendering goes on in the background until it ends): %w", ch, ctx.Err())
+			return nil, fmt.Errorf("rendering %s: templates did not finish in time; a template may loop forever: %w", ch, ctx.Err())
 		}
 		return nil, fmt.Errorf("rendering %s: %w", ch, ctx.Err())
 	}

@@ -9,11 +9,11 @@
 // repository, evaluation is bounded in time and output size, and every
 // failure names the file (and, for Jsonnet errors, the line).
 //
-// One hazard remains, in go-jsonnet and so in Argo CD too: a call marked
-// tailstrict does not count against MaxStack but still grows the Go stack,
-// so a tailstrict recursion of about a million calls exhausts Go's 1 GB
-// stack limit, which is fatal to the whole process and cannot be
-// recovered. Only evaluating in a separate process would contain it.
+// One hazard of go-jsonnet (and so of Argo CD) needs a process of its own:
+// a call marked tailstrict does not count against MaxStack but still grows
+// the Go stack, and exhausting the stack is fatal to the whole process.
+// Evaluation therefore runs in a worker process (package isolate), where
+// it is an error naming the file.
 package jsonnet
 
 import (
@@ -28,6 +28,7 @@ import (
 	gojsonnet "github.com/google/go-jsonnet"
 
 	"github.com/truce-dev/truce/manifest"
+	"github.com/truce-dev/truce/render/isolate"
 )
 
 // DefaultTimeout bounds one evaluation when Options.Timeout is zero. Real
@@ -92,10 +93,12 @@ type Options struct {
 // that are Lists (items is an array) are replaced by their items. Nested
 // arrays are not flattened: Argo CD rejects them too.
 //
-// go-jsonnet cannot be interrupted, so the evaluation runs in its own
-// goroutine: when ctx is done or the timeout passes, Evaluate returns at
-// once and the abandoned evaluation runs on in the background until it ends
-// by itself, which for a hostile program may be when the process exits.
+// The evaluation runs in a worker process (package isolate): when ctx is
+// done or the timeout passes, the worker is killed and Evaluate returns at
+// once, and a tailstrict recursion that exhausts the stack is an error
+// instead of the end of truce. Without a worker (an executable that does
+// not call isolate.Main) it runs on a goroutine of this process, abandoned
+// at the deadline to run on until it ends by itself.
 //
 // Errors are *manifest.Error values (or an errors.Join of them), classified
 // by ErrEvaluation, ErrTimeout, ErrOutput, manifest.ErrOutsideRoot (an
@@ -103,6 +106,12 @@ type Options struct {
 // package manifest. Objects that decoded cleanly are returned alongside
 // decoding errors, as manifest.Decode does.
 func Evaluate(ctx context.Context, file string, opts Options) ([]manifest.Object, error) {
+	return evaluateWith(ctx, isolate.Default(), file, opts)
+}
+
+// evaluateWith is Evaluate in runner's workers, or in process when runner
+// is nil or has no worker.
+func evaluateWith(ctx context.Context, runner *isolate.Runner, file string, opts Options) ([]manifest.Object, error) {
 	mopts := withDefaults(opts.Manifest)
 	src := manifest.Source{File: file, Renderer: manifest.RendererJsonnet, RenderRoot: file}
 	abs, err := filepath.Abs(file)
@@ -116,44 +125,28 @@ func Evaluate(ctx context.Context, file string, opts Options) ([]manifest.Object
 	if root, err = realDir(root); err != nil {
 		return nil, fileError(src, err, "cannot resolve the repository root: "+err.Error())
 	}
-
-	imp := &importer{
-		files:    &gojsonnet.FileImporter{JPaths: opts.LibPaths},
-		root:     root,
-		maxFile:  mopts.MaxFileBytes,
-		maxTotal: mopts.MaxTotalBytes,
-		display:  displayFunc(file, abs),
+	job := evalJob{
+		File: file, Abs: abs, Root: root, ExtVars: opts.ExtVars, TLAs: opts.TLAs,
+		MaxFileBytes: mopts.MaxFileBytes, MaxTotalBytes: mopts.MaxTotalBytes,
 	}
-	vm := gojsonnet.MakeVM()
-	vm.MaxStack = MaxStack
-	vm.Importer(imp)
-	trace := opts.Trace
-	if trace == nil {
-		trace = io.Discard
-	}
-	vm.SetTraceOut(trace)
-	rec := &recordingFormatter{ErrorFormatter: vm.ErrorFormatter}
-	vm.ErrorFormatter = rec
-	for _, v := range opts.ExtVars {
-		if v.Code {
-			vm.ExtCode(v.Name, v.Value)
-		} else {
-			vm.ExtVar(v.Name, v.Value)
+	// The worker may not share this process's working directory.
+	for _, p := range opts.LibPaths {
+		if p, err = filepath.Abs(p); err != nil {
+			return nil, fileError(src, err, "cannot resolve a library path: "+err.Error())
 		}
-	}
-	for _, v := range opts.TLAs {
-		if v.Code {
-			vm.TLACode(v.Name, v.Value)
-		} else {
-			vm.TLAVar(v.Name, v.Value)
-		}
+		job.LibPaths = append(job.LibPaths, p)
 	}
 
 	timeout := opts.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	out, err := run(ctx, timeout, vm, abs)
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, &timeoutError{})
+	defer cancel()
+	res, err := evaluateIsolated(ctx, runner, job)
+	if errors.Is(err, isolate.ErrUnavailable) {
+		res, err = evaluateInProcess(ctx, job)
+	}
 	if err != nil {
 		var timedOut *timeoutError
 		switch {
@@ -162,51 +155,41 @@ func Evaluate(ctx context.Context, file string, opts Options) ([]manifest.Object
 				"evaluation did not finish within %v; the program loops or does too much work", timeout))
 		case ctx.Err() != nil:
 			return nil, fileError(src, err, "evaluation stopped: "+err.Error())
+		case errors.Is(err, isolate.ErrOutOfStack):
+			return nil, fileError(src, ErrEvaluation,
+				"evaluation stopped: the program recurses without end (the evaluator ran out of stack)")
+		case errors.Is(err, isolate.ErrOutOfMemory):
+			return nil, fileError(src, ErrEvaluation,
+				"evaluation stopped: the program needs more memory than there is (the evaluator ran out of memory)")
 		}
-		// Everything the VM touched is owned by the finished goroutine's
-		// result now, so reading the importer's state is safe.
-		if imp.refusal != nil {
-			imp.refusal.Source.Renderer, imp.refusal.Source.RenderRoot = src.Renderer, src.RenderRoot
-			return nil, imp.refusal
-		}
-		return nil, evaluationError(src, rec.err, err, imp.display)
+		return nil, fileError(src, ErrEvaluation, "evaluation stopped: "+err.Error())
 	}
-	if int64(len(out)) > mopts.MaxFileBytes {
-		return nil, fileError(src, manifest.ErrTooLarge, fmt.Sprintf(
-			"the Jsonnet output is %d bytes, larger than the %d-byte limit (MaxFileBytes)", len(out), mopts.MaxFileBytes))
+	if opts.Trace != nil && len(res.Trace) > 0 {
+		_, _ = opts.Trace.Write(res.Trace)
 	}
-	return decodeOutput(src, out, mopts)
+	if res.Err != nil {
+		return nil, res.Err.toError(src.RenderRoot)
+	}
+	return decodeOutput(src, res.Out, mopts)
 }
 
-// timeoutError is the cause of run's context when the timeout passed.
+// timeoutError is the cause of the evaluation's context when the timeout
+// passed.
 type timeoutError struct{}
 
 func (*timeoutError) Error() string { return "timeout" }
 
-// run evaluates file in its own goroutine so that ctx and the timeout are
-// honoured even though go-jsonnet cannot be interrupted.
-func run(ctx context.Context, timeout time.Duration, vm *gojsonnet.VM, file string) (string, error) {
-	ctx, cancel := context.WithTimeoutCause(ctx, timeout, &timeoutError{})
-	defer cancel()
-	type result struct {
-		out string
-		err error
-	}
-	done := make(chan result, 1) // buffered: an abandoned evaluation must not block forever
-	go func() {
-		defer func() {
-			if r := recover(); r != nil {
-				done <- result{err: fmt.Errorf("go-jsonnet panicked: %v", r)}
-			}
-		}()
-		out, err := vm.EvaluateFile(file)
-		done <- result{out, err}
-	}()
+// evaluateInProcess runs the job on its own goroutine so that ctx is
+// honoured even though go-jsonnet cannot be interrupted: when it ends, the
+// abandoned evaluation runs on in the background until it ends by itself.
+func evaluateInProcess(ctx context.Context, job evalJob) (*evalResult, error) {
+	done := make(chan *evalResult, 1) // buffered: an abandoned evaluation must not block forever
+	go func() { done <- evaluate(job) }()
 	select {
 	case r := <-done:
-		return r.out, r.err
+		return r, nil
 	case <-ctx.Done():
-		return "", context.Cause(ctx)
+		return nil, context.Cause(ctx)
 	}
 }
 
