@@ -140,6 +140,12 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 		fieldManagers:   map[k8sschema.GroupVersionResource]*managedfields.FieldManager{},
 	}
 	c.configStrategies = configStrategies(reg, writerAuthorizer{c}, state)
+	for gr, kind := range map[k8sschema.GroupResource]string{
+		{Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicies"}: "ValidatingAdmissionPolicy",
+		{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicies"}:   "MutatingAdmissionPolicy",
+	} {
+		c.configStrategies[gr] = validatedPolicies(c.configStrategies[gr], kind, c)
+	}
 	c.objects = &objectInterfaces{registry: reg, structural: c.structuralSchema}
 	// The plugins must see the state as the server stores it.
 	if err := c.storeState(ctx); err != nil {
@@ -174,6 +180,7 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	dec := &attributionDecorator{}
+	sources := &policySources{}
 	plugins, err := newPluginChain(names, pluginDeps{
 		client:          client,
 		dynamicClient:   dyn,
@@ -185,8 +192,17 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 		stopCh:          runCtx.Done(),
 		decorator:       dec,
 		cache:           opts.Cache,
+		sources:         sources,
 	})
 	if err != nil {
+		cancel()
+		return nil, err
+	}
+	// The policy plugins' sources wait for their informers from
+	// ValidateInitialization on, polling every 100 ms: started and synced
+	// before, they find them synced at once.
+	preparePolicyInformers(factory, names)
+	if _, err := startInformers(ctx, runCtx, factory); err != nil {
 		cancel()
 		return nil, err
 	}
@@ -196,15 +212,16 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 			return nil, fmt.Errorf("validating admission plugin initialization: %w", err)
 		}
 	}
-	factory.Start(runCtx.Done())
-	synced := factory.WaitForCacheSync(ctx.Done())
-	for typ, ok := range synced {
-		if !ok {
-			cancel()
-			return nil, fmt.Errorf("informer for %v did not sync", typ)
-		}
+	synced, err := startInformers(ctx, runCtx, factory)
+	if err != nil {
+		cancel()
+		return nil, err
 	}
 	if err := c.mirror.watch(factory, synced); err != nil {
+		cancel()
+		return nil, err
+	}
+	if err := sources.wait(ctx); err != nil {
 		cancel()
 		return nil, err
 	}
