@@ -92,6 +92,8 @@ type Chain struct {
 	// and waits until the plugins' namespace lister has seen the write.
 	client     *clientset
 	namespaces listersv1.NamespaceLister
+	// mirror keeps the plugins' clients equal to the state after commits.
+	mirror *mirror
 }
 
 // NewChain compiles the admission configuration in state. The chain keeps
@@ -138,6 +140,12 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 		fieldManagers:   map[k8sschema.GroupVersionResource]*managedfields.FieldManager{},
 	}
 	c.configStrategies = configStrategies(reg, writerAuthorizer{c}, state)
+	for gr, kind := range map[k8sschema.GroupResource]string{
+		{Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicies"}: "ValidatingAdmissionPolicy",
+		{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicies"}:   "MutatingAdmissionPolicy",
+	} {
+		c.configStrategies[gr] = validatedPolicies(c.configStrategies[gr], kind, c)
+	}
 	c.objects = &objectInterfaces{registry: reg, structural: c.structuralSchema}
 	// The plugins must see the state as the server stores it.
 	if err := c.storeState(ctx); err != nil {
@@ -152,6 +160,7 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 	client := newClientset(reg, typed...)
 	c.client = client
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds(reg), all...)
+	c.mirror = newMirror(reg, client.Clientset, dyn)
 	factory := informers.NewSharedInformerFactory(client, 0)
 
 	// --authorization-mode=RBAC: system:masters first, then RBAC, combined
@@ -171,6 +180,7 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	dec := &attributionDecorator{}
+	sources := &policySources{}
 	plugins, err := newPluginChain(names, pluginDeps{
 		client:          client,
 		dynamicClient:   dyn,
@@ -182,8 +192,17 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 		stopCh:          runCtx.Done(),
 		decorator:       dec,
 		cache:           opts.Cache,
+		sources:         sources,
 	})
 	if err != nil {
+		cancel()
+		return nil, err
+	}
+	// The policy plugins' sources wait for their informers from
+	// ValidateInitialization on, polling every 100 ms: started and synced
+	// before, they find them synced at once.
+	preparePolicyInformers(factory, names)
+	if _, err := startInformers(ctx, runCtx, factory); err != nil {
 		cancel()
 		return nil, err
 	}
@@ -193,12 +212,18 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 			return nil, fmt.Errorf("validating admission plugin initialization: %w", err)
 		}
 	}
-	factory.Start(runCtx.Done())
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			cancel()
-			return nil, fmt.Errorf("informer for %v did not sync", typ)
-		}
+	synced, err := startInformers(ctx, runCtx, factory)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if err := c.mirror.watch(factory, synced); err != nil {
+		cancel()
+		return nil, err
+	}
+	if err := sources.wait(ctx); err != nil {
+		cancel()
+		return nil, err
 	}
 	if !dec.waitForReady() {
 		cancel()
@@ -227,6 +252,9 @@ func (c *Chain) Registry() *schema.Registry { return c.registry }
 // Admit runs one write through the chain. An error is returned only when
 // the write cannot be evaluated at all; rejections are results.
 func (c *Chain) Admit(ctx context.Context, req Request) (*Result, error) {
+	if err := c.mirror.settle(ctx); err != nil {
+		return nil, err
+	}
 	in := req.Object
 	gvk := in.GroupVersionKind()
 	res := &Result{
@@ -316,18 +344,85 @@ func (c *Chain) stored(r *schema.Resource, obj *unstructured.Unstructured) (*uns
 
 // Commit records an admitted result as the stored state, so that later
 // writes see it (an UPDATE instead of a CREATE, a namespace that exists). It
-// reports whether the object changes how admission behaves, in which case
-// the chain must be rebuilt from the state.
+// reports whether the object changes how admission behaves in a way only a
+// chain built again from the state reproduces (policies, bindings, webhook
+// configurations, CRDs, params...); other objects, namespaces and RBAC
+// included, reach the plugins' informers, and the next admission waits
+// until they have them.
 func (c *Chain) Commit(r *Result) (reconfigure bool, err error) {
 	if !r.Allowed || r.Object == nil {
 		return false, nil
 	}
 	u := &unstructured.Unstructured{Object: r.Object}
+	gvk := u.GroupVersionKind()
+	prev, _ := c.state.Get(gvk.GroupKind(), u.GetNamespace(), u.GetName())
+	isNamespace := gvk.GroupKind() == namespaceKind
+	_, hadAccount := c.state.Get(serviceAccountKind, u.GetName(), "default")
 	if err := c.state.Put(u); err != nil {
 		return false, err
 	}
-	return configurationKinds.Has(u.GetKind()) || c.state.isParamKind(u.GroupVersionKind()), nil
+	if c.rebuilds(gvk) || c.mirror.full() {
+		return true, nil
+	}
+	stored, _ := c.state.Get(gvk.GroupKind(), u.GetNamespace(), u.GetName())
+	// A rebuild reports what the clients cannot hold, as it always has.
+	if err := c.mirror.put(prev, stored); err != nil {
+		return true, nil
+	}
+	if isNamespace && !hadAccount {
+		// The state gave the new namespace its "default" ServiceAccount.
+		if sa, ok := c.state.Get(serviceAccountKind, u.GetName(), "default"); ok {
+			// Stored as a chain built from the state stores it. Nothing
+			// here waits: the context only carries the request scope.
+			if err := c.storeObject(context.Background(), sa); err != nil {
+				return true, nil
+			}
+			sa, _ = c.state.Get(serviceAccountKind, u.GetName(), "default")
+			if err := c.mirror.put(nil, sa); err != nil {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
+
+// Remove deletes a stored object from the state (after AdmitDelete allowed
+// its delete). It reports whether the chain must be rebuilt: the delete of
+// a configuration kind (a Namespace's takes its contents along), a param or
+// a Service (whose addresses the chain allocates) needs a chain built again
+// from the state; other objects leave the plugins' clients too.
+func (c *Chain) Remove(gk k8sschema.GroupKind, namespace, name string) (reconfigure bool, err error) {
+	o, ok := c.state.Get(gk, namespace, name)
+	if !ok {
+		return false, nil
+	}
+	c.state.Delete(gk, namespace, name)
+	if configurationKinds.Has(gk.Kind) || gk == serviceKind || c.state.isParamKind(o.GroupVersionKind()) || c.mirror.full() {
+		return true, nil
+	}
+	if err := c.mirror.remove(o); err != nil {
+		return true, nil
+	}
+	return false, nil
+}
+
+// rebuilds reports whether a write of gvk changes what the chain compiled
+// from the state.
+func (c *Chain) rebuilds(gvk k8sschema.GroupVersionKind) bool {
+	if c.state.isParamKind(gvk) {
+		return true
+	}
+	if mirroredKinds.Has(gvk.GroupKind()) {
+		return false
+	}
+	return configurationKinds.Has(gvk.Kind)
+}
+
+var (
+	namespaceKind      = k8sschema.GroupKind{Kind: "Namespace"}
+	serviceAccountKind = k8sschema.GroupKind{Kind: "ServiceAccount"}
+	serviceKind        = k8sschema.GroupKind{Kind: "Service"}
+)
 
 // State returns the cluster state the chain admits against.
 func (c *Chain) State() *State { return c.state }
@@ -409,27 +504,40 @@ func (w *warningRecorder) list() []string { return append([]string{}, w.items...
 // dynamic client (everything, so params of any kind resolve).
 func clientObjects(state *State, reg *schema.Registry) (typed, all []runtime.Object, err error) {
 	for _, o := range state.Objects() {
-		u := o.DeepCopy()
-		gvk := u.GroupVersionKind()
-		res, err := reg.ForKind(gvk)
-		if err != nil {
-			return nil, nil, fmt.Errorf("cluster object %s %s: %w", gvk.Kind, u.GetName(), err)
-		}
-		u.SetNamespace(objectNamespace(res, u.GetNamespace()))
-		all = append(all, u)
-		if res.CRD != nil || !clientTypes().Recognizes(gvk) {
-			continue
-		}
-		t, err := clientTypes().New(gvk)
+		t, u, err := clientObject(o, reg)
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, t); err != nil {
-			return nil, nil, fmt.Errorf("cluster object %s %s/%s: %w", gvk.Kind, u.GetNamespace(), u.GetName(), err)
+		all = append(all, u)
+		if t != nil {
+			typed = append(typed, t)
 		}
-		typed = append(typed, t)
 	}
 	return typed, all, nil
+}
+
+// clientObject is o as the clients hold it: unstructured for the dynamic
+// client, and typed for the clientset when client-go knows its kind (nil
+// otherwise).
+func clientObject(o *unstructured.Unstructured, reg *schema.Registry) (runtime.Object, *unstructured.Unstructured, error) {
+	u := o.DeepCopy()
+	gvk := u.GroupVersionKind()
+	res, err := reg.ForKind(gvk)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cluster object %s %s: %w", gvk.Kind, u.GetName(), err)
+	}
+	u.SetNamespace(objectNamespace(res, u.GetNamespace()))
+	if res.CRD != nil || !clientTypes().Recognizes(gvk) {
+		return nil, u, nil
+	}
+	t, err := clientTypes().New(gvk)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, t); err != nil {
+		return nil, nil, fmt.Errorf("cluster object %s %s/%s: %w", gvk.Kind, u.GetNamespace(), u.GetName(), err)
+	}
+	return t, u, nil
 }
 
 // clientTypes is the scheme of client-go's fake clientset, which holds the

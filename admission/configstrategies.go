@@ -137,28 +137,36 @@ func (e *InvalidObjectError) Unwrap() error { return e.Err }
 // Objects of kinds without a modelled strategy are kept as they are.
 func (c *Chain) storeState(ctx context.Context) error {
 	for _, o := range c.state.Objects() {
-		system := c.state.system[keyOf(o)]
-		resource, err := c.registry.ForKind(o.GroupVersionKind())
-		if err != nil {
-			return &InvalidObjectError{Object: o, Err: err}
+		if err := c.storeObject(ctx, o); err != nil {
+			return err
 		}
-		manager := ""
-		if !system && len(o.GetManagedFields()) == 0 {
-			manager = c.opts.StateFieldManager
-		}
-		if !c.modelled(resource) && manager == "" {
-			continue
-		}
-		stored, err := c.created(ctx, resource, o, manager)
-		if err != nil {
-			if system {
-				continue
-			}
-			return &InvalidObjectError{Object: o, Err: err}
-		}
-		keepObserved(stored, o)
-		c.state.replace(o, stored)
 	}
+	return nil
+}
+
+// storeObject replaces o in the state by its stored form.
+func (c *Chain) storeObject(ctx context.Context, o *unstructured.Unstructured) error {
+	system := c.state.system[keyOf(o)]
+	resource, err := c.registry.ForKind(o.GroupVersionKind())
+	if err != nil {
+		return &InvalidObjectError{Object: o, Err: err}
+	}
+	manager := ""
+	if !system && len(o.GetManagedFields()) == 0 {
+		manager = c.opts.StateFieldManager
+	}
+	if !c.modelled(resource) && manager == "" {
+		return nil
+	}
+	stored, err := c.created(ctx, resource, o, manager)
+	if err != nil {
+		if system {
+			return nil
+		}
+		return &InvalidObjectError{Object: o, Err: err}
+	}
+	keepObserved(stored, o)
+	c.state.replace(o, stored)
 	return nil
 }
 

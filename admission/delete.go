@@ -30,6 +30,9 @@ type DeleteRequest struct {
 // kube-public, and policies and webhooks matching DELETE answer. It stores
 // nothing; the Result has no Object.
 func (c *Chain) AdmitDelete(ctx context.Context, req DeleteRequest) (*Result, error) {
+	if err := c.mirror.settle(ctx); err != nil {
+		return nil, err
+	}
 	gvk := req.GroupVersionKind
 	resource, err := c.registry.ForKind(gvk)
 	if err != nil {

@@ -75,6 +75,9 @@ type pluginDeps struct {
 	decorator       k8sadmission.Decorator
 	// cache, when set, holds compiled policies shared with other chains.
 	cache *Cache
+	// sources learns when the policy plugins built with cache have
+	// compiled their policies.
+	sources *policySources
 }
 
 // newPluginChain builds the admission chain the way kube-apiserver does
@@ -83,7 +86,7 @@ type pluginDeps struct {
 func newPluginChain(names []string, d pluginDeps) (k8sadmission.Interface, error) {
 	plugins := kubeoptions.NewAdmissionOptions().GenericAdmission.Plugins
 	if d.cache != nil {
-		plugins = cachingPlugins(d.cache)
+		plugins = cachingPlugins(d.cache, d.sources)
 	}
 
 	quotaConfig, err := quotainstall.NewQuotaConfigurationForAdmission(d.informers, nil)
@@ -110,16 +113,16 @@ func newPluginChain(names []string, d pluginDeps) (k8sadmission.Interface, error
 // cachingPlugins registers the plugins kube-apiserver registers
 // (genericoptions.NewAdmissionOptions, then kubeoptions'), with the two
 // policy plugins compiling through cache.
-func cachingPlugins(cache *Cache) *k8sadmission.Plugins {
+func cachingPlugins(cache *Cache, sources *policySources) *k8sadmission.Plugins {
 	plugins := k8sadmission.NewPlugins()
 	lifecycle.Register(plugins)
 	validatingwebhook.Register(plugins)
 	mutatingwebhook.Register(plugins)
 	plugins.Register(validating.PluginName, func(config io.Reader) (k8sadmission.Interface, error) {
-		return newValidatingPolicyPlugin(cache, config)
+		return newValidatingPolicyPlugin(cache, sources, config)
 	})
 	plugins.Register(mutating.PluginName, func(config io.Reader) (k8sadmission.Interface, error) {
-		return newMutatingPolicyPlugin(cache, config)
+		return newMutatingPolicyPlugin(cache, sources, config)
 	})
 	kubeoptions.RegisterAllAdmissionPlugins(plugins)
 	return plugins

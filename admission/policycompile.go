@@ -32,7 +32,7 @@ import (
 // with the upstream plugins', and TestUpstreamVersion fails when
 // k8s.io/apiserver moves and they must be compared again.
 
-func newValidatingPolicyPlugin(cache *Cache, configFile io.Reader) (*validating.Plugin, error) {
+func newValidatingPolicyPlugin(cache *Cache, sources *policySources, configFile io.Reader) (*validating.Plugin, error) {
 	cfg, err := config.LoadValidatingConfig(configFile)
 	if err != nil {
 		return nil, err
@@ -52,7 +52,7 @@ func newValidatingPolicyPlugin(cache *Cache, configFile io.Reader) (*validating.
 		func(f informers.SharedInformerFactory, client kubernetes.Interface, dynamicClient dynamic.Interface, restMapper meta.RESTMapper) generic.Source[validating.PolicyHook] {
 			return generic.NewPolicySource(
 				f.Admissionregistration().V1().ValidatingAdmissionPolicies().Informer(),
-				f.Admissionregistration().V1().ValidatingAdmissionPolicyBindings().Informer(),
+				sources.informer(f.Admissionregistration().V1().ValidatingAdmissionPolicyBindings().Informer()),
 				validating.NewValidatingAdmissionPolicyAccessor,
 				validating.NewValidatingAdmissionPolicyBindingAccessor,
 				compile,
@@ -70,7 +70,7 @@ func newValidatingPolicyPlugin(cache *Cache, configFile io.Reader) (*validating.
 	return p, nil
 }
 
-func newMutatingPolicyPlugin(cache *Cache, configFile io.Reader) (*mutating.Plugin, error) {
+func newMutatingPolicyPlugin(cache *Cache, sources *policySources, configFile io.Reader) (*mutating.Plugin, error) {
 	cfg, err := config.LoadMutatingConfig(configFile)
 	if err != nil {
 		return nil, err
@@ -91,7 +91,7 @@ func newMutatingPolicyPlugin(cache *Cache, configFile io.Reader) (*mutating.Plug
 		func(f informers.SharedInformerFactory, client kubernetes.Interface, dynamicClient dynamic.Interface, restMapper meta.RESTMapper) generic.Source[mutating.PolicyHook] {
 			return generic.NewPolicySource(
 				f.Admissionregistration().V1().MutatingAdmissionPolicies().Informer(),
-				f.Admissionregistration().V1().MutatingAdmissionPolicyBindings().Informer(),
+				sources.informer(f.Admissionregistration().V1().MutatingAdmissionPolicyBindings().Informer()),
 				mutating.NewMutatingAdmissionPolicyAccessor,
 				mutating.NewMutatingAdmissionPolicyBindingAccessor,
 				compile,

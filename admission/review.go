@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	k8sadmission "k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/audit"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -85,6 +84,9 @@ func (c *Chain) Validate(ctx context.Context, r Review) (*ReviewResult, error) {
 }
 
 func (c *Chain) review(ctx context.Context, r Review, mutate bool) (*ReviewResult, error) {
+	if err := c.mirror.settle(ctx); err != nil {
+		return nil, err
+	}
 	resource, err := c.registry.ForKind(r.Kind)
 	switch {
 	case err == nil:
@@ -275,9 +277,11 @@ func (c *Chain) PutNamespace(ctx context.Context, ns *corev1.Namespace) error {
 	}
 	// The policies read namespaces from an informer: wait until it has
 	// the new labels, so the write decides the very next request.
-	err = wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	err = c.mirror.waitUntil(wctx, func() bool {
 		got, err := c.namespaces.Get(ns.Name)
-		return err == nil && equality.Semantic.DeepEqual(got.Labels, ns.Labels), nil
+		return err == nil && equality.Semantic.DeepEqual(got.Labels, ns.Labels)
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for namespace %s to reach the policies: %w", ns.Name, err)

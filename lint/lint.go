@@ -21,6 +21,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/manifest"
 )
 
@@ -90,6 +91,17 @@ type Input struct {
 	// shared memoises work several rules need (the compiled mutating
 	// policies); Run sets it and releases it when the rules are done.
 	shared *shared
+	// cache keeps the policies compiled by one Run's chains (one per
+	// policy, and one per rule that runs admission); nil outside Run.
+	cache *admission.Cache
+}
+
+// chainOptions are the options of the chains the rules build: a webhook's
+// (the policy plugins alone), sharing the Run's compiled policies.
+func (in *Input) chainOptions() admission.Options {
+	opts := admission.WebhookOptions()
+	opts.Cache = in.cache
+	return opts
 }
 
 // Rule is one check.
@@ -159,6 +171,7 @@ func Run(ctx context.Context, in *Input, opts Options) ([]Finding, error) {
 	withOpts := *in
 	withOpts.options = opts
 	withOpts.shared = &shared{}
+	withOpts.cache = admission.NewCache(0)
 	defer withOpts.shared.release()
 	findings := []Finding{}
 	for _, r := range rules {

@@ -204,7 +204,7 @@ func compileMutators(ctx context.Context, in *Input) ([]*unit, []admission.Probe
 		if err != nil {
 			continue
 		}
-		chain, err := admission.NewChain(ctx, state, admission.WebhookOptions())
+		chain, err := admission.NewChain(ctx, state, in.chainOptions())
 		if err != nil {
 			continue
 		}

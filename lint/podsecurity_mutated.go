@@ -48,7 +48,7 @@ func newPodMutator(ctx context.Context, in *Input) *podMutator {
 	if err != nil {
 		return nil
 	}
-	chain, err := admission.NewChain(ctx, state, admission.WebhookOptions())
+	chain, err := admission.NewChain(ctx, state, in.chainOptions())
 	if err != nil {
 		return nil
 	}

@@ -38,6 +38,11 @@ type Cluster struct {
 	// observe, when set, sees the admission result of every write that is
 	// not a dry run.
 	observe func(admission.Request, *admission.Result)
+	// rebuildEveryWrite builds the chain again from the state after every
+	// write, as the reference the mirrored writes are tested against.
+	rebuildEveryWrite bool
+	// builds counts the chains built after writes.
+	builds int
 }
 
 var _ cluster.Cluster = (*Cluster)(nil)
@@ -192,9 +197,15 @@ func (c *Cluster) Delete(ctx context.Context, ref cluster.Ref, opts cluster.Dele
 	if opts.DryRun {
 		return nil
 	}
-	c.state.Delete(ref.GroupKind(), ref.Namespace, ref.Name)
 	c.rv++
-	return c.rebuild()
+	reconfigure, err := c.chain.Remove(ref.GroupKind(), ref.Namespace, ref.Name)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	if reconfigure || c.rebuildEveryWrite {
+		return c.rebuild()
+	}
+	return nil
 }
 
 type existence int
@@ -278,7 +289,7 @@ func (c *Cluster) write(ctx context.Context, obj *unstructured.Unstructured, req
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	if reconfigure {
+	if reconfigure || c.rebuildEveryWrite {
 		if err := c.rebuild(); err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
@@ -295,6 +306,7 @@ func (c *Cluster) rebuild() error {
 	}
 	c.chain.Close()
 	c.chain = chain
+	c.builds++
 	return nil
 }
 
