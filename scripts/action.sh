@@ -38,7 +38,8 @@ if [[ -z $truce ]]; then
 fi
 
 read -ra args <<<"$(echo "$paths" | tr '\n' ' ')"
-for c in $(echo "${INPUT_CLUSTER:-}" | tr '\n' ' '); do
+read -ra clusters <<<"$(echo "${INPUT_CLUSTER:-}" | tr '\n' ' ')"
+for c in ${clusters[@]+"${clusters[@]}"}; do
 	args+=(-c "$c")
 done
 read -ra extra <<<"$(echo "${INPUT_ARGS:-}" | tr '\n' ' ')"

@@ -40,6 +40,33 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// TestVersion reads the versions truce reproduces from the binary's build
+// information, as a user's binary has it.
+func TestVersion(t *testing.T) {
+	out, err := exec.Command(truce, "version", "-o", "json").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info struct {
+		Reproduces []struct{ Name, Version, Source string }
+	}
+	if err := json.Unmarshal(out, &info); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	got := map[string]string{}
+	for _, c := range info.Reproduces {
+		got[c.Name] = c.Version
+	}
+	for name, prefix := range map[string]string{
+		"Kubernetes": "v1.", "Argo CD": "v3.", "Flux kustomize-controller": "v1.", "Flux helm-controller": "v1.",
+		"Flux kustomize library": "v1.", "Helm": "v4.", "kustomize": "v0.",
+	} {
+		if !strings.HasPrefix(got[name], prefix) {
+			t.Errorf("%s = %q, want %s…", name, got[name], prefix)
+		}
+	}
+}
+
 // TestAction runs scripts/action.sh from the repository's root, as
 // action.yml does on a runner, and reads what GitHub would show.
 func TestAction(t *testing.T) {

@@ -53,7 +53,7 @@ func run(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		d, err := release.Release(ctx, release.DistOptions{ModuleDir: ".", Out: *out, Stamp: s, Targets: targets, Source: source, License: license})
+		d, err := release.Dist(ctx, release.DistOptions{ModuleDir: ".", Out: *out, Stamp: s, Targets: targets, Source: source, License: license})
 		if err != nil {
 			return err
 		}

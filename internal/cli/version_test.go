@@ -10,14 +10,15 @@ import (
 	tversion "github.com/truce-dev/truce/internal/version"
 )
 
-// truce links Kubernetes, Helm and the Flux libraries: the command names
-// each tool the issue asks for, with the version built in.
+// A test binary records no dependencies, so Kubernetes and Helm (read from
+// the build) are checked on the real binary, in scripts/ci_test.go; Argo CD
+// and the Flux controllers come from the embedded CRDs' versions.
 func TestVersionCommand(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := Execute(context.Background(), []string{"version"}, nil, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	for _, want := range []string{"truce ", "go ", "Kubernetes  ", "v1.37.", "Argo CD  ", "Flux kustomize-controller  ", "Flux helm-controller  ", "Helm  ", "v4."} {
+	for _, want := range []string{"truce ", "go ", "reproduces:", "Argo CD  ", "Flux kustomize-controller  ", "Flux helm-controller  "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
@@ -31,7 +32,7 @@ func TestVersionCommand(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &info); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	if info.Version == "" || info.GoVersion == "" || len(info.Reproduces) < 5 {
+	if info.Version == "" || info.GoVersion == "" || len(info.Reproduces) < 3 {
 		t.Errorf("incomplete: %+v", info)
 	}
 

@@ -29,8 +29,8 @@ type DistOptions struct {
 	Created time.Time
 }
 
-// Dist lists the files Release wrote.
-type Dist struct {
+// DistFiles lists the files Dist wrote.
+type DistFiles struct {
 	Binaries  map[Target]string
 	Archives  map[Target]string
 	SBOMs     map[Target]string
@@ -38,18 +38,18 @@ type Dist struct {
 	Krew      string
 }
 
-// Release builds truce for every target and writes, under o.Out: the
+// Dist builds truce for every target and writes, under o.Out: the
 // binaries (OS_ARCH/truce), archives truce_VERSION_OS_ARCH.tar.gz with the
 // binary, LICENSE and README.md, an SPDX SBOM per binary, checksums.txt
 // (sha256sum's format) over archives and SBOMs, and krew/truce.yaml.
-func Release(ctx context.Context, o DistOptions) (*Dist, error) {
+func Dist(ctx context.Context, o DistOptions) (*DistFiles, error) {
 	if o.Version == "" {
 		return nil, fmt.Errorf("a release needs a version")
 	}
 	if err := os.MkdirAll(filepath.Join(o.Out, "krew"), 0o755); err != nil {
 		return nil, err
 	}
-	d := &Dist{Binaries: map[Target]string{}, Archives: map[Target]string{}, SBOMs: map[Target]string{}}
+	d := &DistFiles{Binaries: map[Target]string{}, Archives: map[Target]string{}, SBOMs: map[Target]string{}}
 	sums := map[string]string{}
 	var krew []krewArchive
 	for _, t := range o.Targets {

@@ -88,7 +88,11 @@ func Image(o ImageOptions) (v1.ImageIndex, error) {
 			Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: t.OS, Architecture: t.Arch}},
 		})
 	}
-	return mutate.Annotations(idx, o.Labels()).(v1.ImageIndex), nil
+	annotated, ok := mutate.Annotations(idx, o.Labels()).(v1.ImageIndex)
+	if !ok {
+		return nil, errors.New("building the image: annotating the index did not return an index")
+	}
+	return annotated, nil
 }
 
 // checkBinary refuses a binary built for another platform or with cgo:

@@ -41,7 +41,7 @@ func TestSnapshot(t *testing.T) {
 	host := Target{OS: runtime.GOOS, Arch: runtime.GOARCH}
 	out := t.TempDir()
 	start := time.Now()
-	d, err := Release(ctx, DistOptions{
+	d, err := Dist(ctx, DistOptions{
 		ModuleDir: "../..", Out: out, Targets: []Target{host},
 		Stamp:  Stamp{Version: testVersion, Commit: "0123abcd"},
 		Source: "https://github.com/truce-dev/truce", License: "Apache-2.0",

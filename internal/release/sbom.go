@@ -1,9 +1,7 @@
 package release
 
 import (
-	"crypto/sha256"
 	"debug/buildinfo"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -81,11 +79,10 @@ func SBOM(binary, out string, info SBOMInfo) error {
 	if err != nil {
 		return fmt.Errorf("reading the build information of %s: %w", binary, err)
 	}
-	data, err := os.ReadFile(binary)
+	sum, err := sha256File(binary)
 	if err != nil {
 		return err
 	}
-	sum := sha256.Sum256(data)
 	created, license, source := info.Created, info.License, info.Source
 	if created.IsZero() {
 		created = time.Now()
@@ -101,7 +98,7 @@ func SBOM(binary, out string, info SBOMInfo) error {
 		DataLicense:       "CC0-1.0",
 		SPDXID:            "SPDXRef-DOCUMENT",
 		Name:              fmt.Sprintf("truce-%s", mainVersion),
-		DocumentNamespace: fmt.Sprintf("%s/spdx/%s-%s", source, mainVersion, hex.EncodeToString(sum[:8])),
+		DocumentNamespace: fmt.Sprintf("%s/spdx/%s-%s", source, mainVersion, sum[:16]),
 		CreationInfo: spdxCreationInfo{
 			Created:  created.UTC().Format(time.RFC3339),
 			Creators: []string{"Organization: truce", "Tool: truce-release"},
@@ -109,7 +106,7 @@ func SBOM(binary, out string, info SBOMInfo) error {
 		Packages: []spdxPackage{{
 			Name: main.Path, SPDXID: rootID, VersionInfo: mainVersion,
 			DownloadLocation: source, LicenseConcluded: license, LicenseDeclared: license, CopyrightText: noAssertion,
-			Checksums:      []spdxChecksum{{Algorithm: "SHA256", Value: hex.EncodeToString(sum[:])}},
+			Checksums:      []spdxChecksum{{Algorithm: "SHA256", Value: sum}},
 			ExternalRefs:   []spdxExternalRef{purl(main.Path, mainVersion)},
 			PrimaryPurpose: "APPLICATION",
 		}},

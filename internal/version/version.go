@@ -63,11 +63,18 @@ func fromBuild(bi *debug.BuildInfo, ver, rev string) Info {
 			// go install github.com/truce-dev/truce/cmd/truce@v0.2.0
 			info.Version = bi.Main.Version
 		}
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && info.Commit == "" {
-				info.Commit = s.Value
+		if info.Commit == "" {
+			// go build in a Git work tree (without -buildvcs=false).
+			var modified bool
+			for _, s := range bi.Settings {
+				switch s.Key {
+				case "vcs.revision":
+					info.Commit = s.Value
+				case "vcs.modified":
+					modified = s.Value == "true"
+				}
 			}
-			if s.Key == "vcs.modified" && s.Value == "true" && info.Commit != "" && !strings.HasSuffix(info.Commit, "-dirty") {
+			if modified && info.Commit != "" {
 				info.Commit += "-dirty"
 			}
 		}

@@ -24,7 +24,7 @@ func TestFromBuild(t *testing.T) {
 		{
 			name: "ldflags win over build info",
 			bi: &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "v9.9.9"}, Deps: deps,
-				Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "aaaa"}}},
+				Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "aaaa"}, {Key: "vcs.modified", Value: "true"}}},
 			ver: "v0.2.0", rev: "bbbb",
 			wantVersion: "v0.2.0", wantCommit: "bbbb",
 			wantVersions: map[string]string{"Kubernetes": "v1.37.2", "Helm": "v4.3.1", "kustomize": "v0.21.3", "Argo CD": "v3.6.1"},
@@ -32,7 +32,7 @@ func TestFromBuild(t *testing.T) {
 		{
 			name: "go install: module version and VCS revision",
 			bi: &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "v0.3.0"}, Deps: deps,
-				Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "cafe"}, {Key: "vcs.modified", Value: "true"}}},
+				Settings: []debug.BuildSetting{{Key: "vcs.modified", Value: "true"}, {Key: "vcs.revision", Value: "cafe"}}},
 			wantVersion: "v0.3.0", wantCommit: "cafe-dirty",
 		},
 		{
