@@ -46,6 +46,8 @@ read -ra extra <<<"$(echo "${INPUT_ARGS:-}" | tr '\n' ' ')"
 args+=(${extra[@]+"${extra[@]}"})
 
 echo "truce check ${args[*]}"
+# A SARIF left by an earlier step must not be uploaded as this run's.
+rm -f "$sarif"
 "$truce" check "${args[@]}" --format sarif --output "$sarif" 2>"$tmp/stderr"
 code=$?
 cat "$tmp/stderr" >&2
