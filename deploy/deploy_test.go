@@ -105,6 +105,10 @@ func TestBuild(t *testing.T) {
 		t.Fatalf("%d containers", len(containers))
 	}
 	container := containers[0].(map[string]any)
+	// The tag comes from deploy/image, the one place that sets it.
+	if img, _, _ := unstructured.NestedString(container, "image"); img != "ghcr.io/truce-dev/truce:v0.1.0" {
+		t.Errorf("image %q, want deploy/image's ghcr.io/truce-dev/truce:v0.1.0", img)
+	}
 	str := func(obj map[string]any, path ...string) string {
 		s, _, _ := unstructured.NestedFieldNoCopy(obj, path...)
 		out, _ := yaml.Marshal(s)

@@ -87,6 +87,10 @@ func TestBuild(t *testing.T) {
 	}
 	container := containers[0].(map[string]any)
 	args, _, _ := unstructured.NestedStringSlice(container, "args")
+	// The tag comes from deploy/image, shared with deploy/.
+	if img, _, _ := unstructured.NestedString(container, "image"); img != "ghcr.io/truce-dev/truce:v0.1.0" {
+		t.Errorf("image %q, want deploy/image's ghcr.io/truce-dev/truce:v0.1.0", img)
+	}
 
 	for _, tt := range []struct {
 		name string

@@ -67,5 +67,6 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newWebhookCommand())
 	root.AddCommand(newLintCommand())
 	root.AddCommand(newSyncCommand())
+	root.AddCommand(newVersionCommand())
 	return root
 }

@@ -1,12 +1,38 @@
 package cli
 
-import "runtime/debug"
+import (
+	"encoding/json"
+	"fmt"
 
-// version is the module version truce was built from ("devel" in a work
-// tree), for reports that name their tool.
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
+	"github.com/spf13/cobra"
+
+	tversion "github.com/truce-dev/truce/internal/version"
+)
+
+// version is truce's version, for reports that name their tool.
+func version() string { return tversion.Get().Version }
+
+func newVersionCommand() *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print truce's version and the Kubernetes, Argo CD, Flux and Helm versions it reproduces",
+		Example: `  truce version
+  truce version -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			info := tversion.Get()
+			switch output {
+			case "text":
+				return tversion.WriteText(cmd.OutOrStdout(), info)
+			case "json":
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(info)
+			}
+			return fmt.Errorf("unknown --output %q (want text or json)", output)
+		},
 	}
-	return "devel"
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	return cmd
 }

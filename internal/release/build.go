@@ -1,0 +1,72 @@
+package release
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+)
+
+// Target is a platform truce is built for.
+type Target struct{ OS, Arch string }
+
+func (t Target) String() string { return t.OS + "/" + t.Arch }
+
+// ParseTarget reads "linux/amd64".
+func ParseTarget(s string) (Target, error) {
+	os, arch, ok := strings.Cut(s, "/")
+	if !ok || os == "" || arch == "" || strings.Contains(arch, "/") {
+		return Target{}, fmt.Errorf("platform %q: want OS/ARCH, as linux/amd64", s)
+	}
+	return Target{OS: os, Arch: arch}, nil
+}
+
+// Targets are the platforms of the release binaries.
+func Targets() []Target {
+	return []Target{{"linux", "amd64"}, {"linux", "arm64"}, {"darwin", "amd64"}, {"darwin", "arm64"}}
+}
+
+// ImageTargets are the platforms of the image.
+func ImageTargets() []Target { return []Target{{"linux", "amd64"}, {"linux", "arm64"}} }
+
+// Stamp is what a build is told about itself.
+type Stamp struct {
+	// Version is the release tag (v0.2.0) or a snapshot's name.
+	Version string
+	// Commit is the Git revision built.
+	Commit string
+}
+
+// versionPkg holds the variables -X sets (internal/version).
+const versionPkg = "github.com/truce-dev/truce/internal/version"
+
+// Build compiles ./cmd/truce of the module in moduleDir for t into out: a
+// static binary (no cgo) without the build machine's paths, stamped with s.
+func Build(ctx context.Context, moduleDir string, t Target, s Stamp, out string) error {
+	ldflags := []string{"-s", "-w"}
+	if s.Version != "" {
+		ldflags = append(ldflags, "-X", versionPkg+".version="+s.Version)
+	}
+	if s.Commit != "" {
+		ldflags = append(ldflags, "-X", versionPkg+".commit="+s.Commit)
+	}
+	cmd := exec.CommandContext(ctx, goTool(), "build", "-trimpath", "-ldflags", strings.Join(ldflags, " "), "-o", out, "./cmd/truce")
+	cmd.Dir = moduleDir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+t.OS, "GOARCH="+t.Arch)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("building truce for %s: %w\n%s", t, err, stderr.Bytes())
+	}
+	return nil
+}
+
+// goTool is the go command to build with: $GO as in the Makefile, else go.
+func goTool() string {
+	if g := os.Getenv("GO"); g != "" {
+		return g
+	}
+	return "go"
+}
