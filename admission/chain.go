@@ -42,6 +42,10 @@ type Options struct {
 	WebhookEndpoints WebhookEndpoints
 	// CallURLWebhooks allows calling webhooks configured with a URL.
 	CallURLWebhooks bool
+	// InProcessWebhooks serve services' webhooks inside the process (policy
+	// engines truce runs itself); they take precedence over
+	// WebhookEndpoints.
+	InProcessWebhooks InProcessWebhooks
 	// FieldValidation is Strict (kubectl's default), Warn (the server's
 	// default for clients that do not say) or Ignore.
 	FieldValidation string
@@ -178,7 +182,12 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 		return nil, fmt.Errorf("building the authorizer: %w", err)
 	}
 
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	local, err := startInProcess(opts.InProcessWebhooks)
+	if err != nil {
+		return nil, err
+	}
+	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
+	cancel := func() { cancelRun(); local.close() }
 	dec := &attributionDecorator{}
 	sources := &policySources{}
 	plugins, err := newPluginChain(names, pluginDeps{
@@ -187,8 +196,8 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 		informers:       factory,
 		authorizer:      authz,
 		registry:        reg,
-		serviceResolver: serviceResolver{opts.WebhookEndpoints},
-		authInfo:        authInfoWrapper(opts.CallURLWebhooks),
+		serviceResolver: serviceResolver{endpoints: opts.WebhookEndpoints, local: local},
+		authInfo:        authInfoWrapper(opts.CallURLWebhooks, local),
 		stopCh:          runCtx.Done(),
 		decorator:       dec,
 		cache:           opts.Cache,

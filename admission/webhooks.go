@@ -19,12 +19,18 @@ const offlineHost = "unresolved.truce.invalid:443"
 // calling service-backed webhooks from outside the cluster.
 type WebhookEndpoints map[string]string
 
-type serviceResolver struct{ endpoints WebhookEndpoints }
+type serviceResolver struct {
+	endpoints WebhookEndpoints
+	local     *inProcessServers
+}
 
 // ResolveEndpoint returns the configured endpoint of a service. The
 // webhook's TLS server name stays SERVICE.NAMESPACE.svc, exactly as the API
 // server verifies it.
 func (s serviceResolver) ResolveEndpoint(namespace, name string, port int32) (*url.URL, error) {
+	if s.local.has(namespace + "/" + name) {
+		return &url.URL{Scheme: "https", Host: inProcessHost}, nil
+	}
 	if u, ok := s.endpoints[namespace+"/"+name]; ok {
 		parsed, err := url.Parse(u)
 		if err != nil {
@@ -38,19 +44,25 @@ func (s serviceResolver) ResolveEndpoint(namespace, name string, port int32) (*u
 // authInfoWrapper returns the client configuration for webhook calls: plain
 // TLS with the webhook's caBundle (added by the upstream client manager) and
 // a dialer that refuses what truce must not or cannot reach.
-func authInfoWrapper(callURLs bool) webhook.AuthenticationInfoResolverWrapper {
+func authInfoWrapper(callURLs bool, local *inProcessServers) webhook.AuthenticationInfoResolverWrapper {
 	return func(webhook.AuthenticationInfoResolver) webhook.AuthenticationInfoResolver {
-		return authInfo{callURLs: callURLs}
+		return authInfo{callURLs: callURLs, local: local}
 	}
 }
 
-type authInfo struct{ callURLs bool }
+type authInfo struct {
+	callURLs bool
+	local    *inProcessServers
+}
 
 func (a authInfo) ClientConfigFor(hostPort string) (*rest.Config, error) {
 	return &rest.Config{Dial: a.dialer(hostPort, a.callURLs)}, nil
 }
 
 func (a authInfo) ClientConfigForService(name, namespace string, port int) (*rest.Config, error) {
+	if dial := a.local.dialer(namespace + "/" + name); dial != nil {
+		return &rest.Config{Dial: dial}, nil
+	}
 	return &rest.Config{Dial: a.dialer(namespace+"/"+name, true)}, nil
 }
 
