@@ -42,10 +42,12 @@ type Options struct {
 	WebhookEndpoints WebhookEndpoints
 	// CallURLWebhooks allows calling webhooks configured with a URL.
 	CallURLWebhooks bool
-	// InProcessWebhooks serve services' webhooks inside the process (policy
-	// engines truce runs itself); they take precedence over
-	// WebhookEndpoints.
+	// InProcessWebhooks serve services' webhooks inside the process; they
+	// take precedence over WebhookEndpoints.
 	InProcessWebhooks InProcessWebhooks
+	// Engines are the policy engines truce runs itself; each is installed
+	// into the state when the chain is built.
+	Engines []PolicyEngine
 	// FieldValidation is Strict (kubectl's default), Warn (the server's
 	// default for clients that do not say) or Ignore.
 	FieldValidation string
@@ -108,6 +110,10 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 	}
 	if opts.ServiceClusterIPRange == "" {
 		opts.ServiceClusterIPRange = builtin.DefaultServiceClusterIPRange
+	}
+	hooks, err := installEngines(ctx, opts.Engines, state, opts.InProcessWebhooks)
+	if err != nil {
+		return nil, err
 	}
 	services, err := builtin.NewServiceStore(opts.ServiceClusterIPRange, state.Objects())
 	if err != nil {
@@ -182,7 +188,7 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 		return nil, fmt.Errorf("building the authorizer: %w", err)
 	}
 
-	local, err := startInProcess(opts.InProcessWebhooks)
+	local, err := startInProcess(hooks)
 	if err != nil {
 		return nil, err
 	}
@@ -406,7 +412,7 @@ func (c *Chain) Remove(gk k8sschema.GroupKind, namespace, name string) (reconfig
 		return false, nil
 	}
 	c.state.Delete(gk, namespace, name)
-	if configurationKinds.Has(gk.Kind) || gk == serviceKind || c.state.isParamKind(o.GroupVersionKind()) || c.mirror.full() {
+	if configurationKinds.Has(gk.Kind) || gk == serviceKind || c.state.isParamKind(o.GroupVersionKind()) || c.configuresEngine(gk) || c.mirror.full() {
 		return true, nil
 	}
 	if err := c.mirror.remove(o); err != nil {
@@ -418,7 +424,7 @@ func (c *Chain) Remove(gk k8sschema.GroupKind, namespace, name string) (reconfig
 // rebuilds reports whether a write of gvk changes what the chain compiled
 // from the state.
 func (c *Chain) rebuilds(gvk k8sschema.GroupVersionKind) bool {
-	if c.state.isParamKind(gvk) {
+	if c.state.isParamKind(gvk) || c.configuresEngine(gvk.GroupKind()) {
 		return true
 	}
 	if mirroredKinds.Has(gvk.GroupKind()) {

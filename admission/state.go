@@ -90,6 +90,16 @@ func (s *State) Put(o *unstructured.Unstructured) error {
 	return nil
 }
 
+// putSystem adds or replaces an object the cluster's own components
+// create: trusted, not validated.
+func (s *State) putSystem(o *unstructured.Unstructured) error {
+	if err := s.Put(o); err != nil {
+		return err
+	}
+	s.system[keyOf(o)] = true
+	return nil
+}
+
 // storedForm applies API defaulting to built-in objects (and
 // CustomResourceDefinitions), as the server does before storing them: the
 // admission plugins read policies, bindings and webhook configurations with

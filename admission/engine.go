@@ -1,0 +1,86 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// PolicyEngine is a policy engine truce runs itself (Kyverno, Gatekeeper),
+// configured by objects of the cluster as the real engine is by its
+// informers. The chain installs it when it is built: the engine's own
+// objects (its CRDs, the webhook configurations it generates for the
+// policies it read) join the cluster, and its webhooks are served in
+// process, so kube-apiserver's webhook plugin calls the engine exactly where
+// the real one sits. Engines are siblings of this package, behind this one
+// seam.
+type PolicyEngine interface {
+	// Name names the engine in errors ("Kyverno").
+	Name() string
+	// Configures reports whether objects of gk configure the engine:
+	// writing or deleting one rebuilds the chain, as a built-in policy
+	// does.
+	Configures(gk k8sschema.GroupKind) bool
+	// Install returns what the engine, configured by the cluster's
+	// objects, adds to the cluster and serves.
+	Install(ctx context.Context, objs []*unstructured.Unstructured) (*Installation, error)
+}
+
+// Installation is what an engine adds to a cluster.
+type Installation struct {
+	// Objects are created by the engine, as the real engine creates them:
+	// its CRDs (so its policies are known even when the repository does
+	// not carry them) and webhook configurations. They are stored as
+	// system objects: trusted, not validated, never reported as the
+	// repository's.
+	Objects []*unstructured.Unstructured
+	// Webhooks serve the configurations' services in process.
+	Webhooks InProcessWebhooks
+}
+
+// installEngines installs every engine into state and returns the webhooks
+// they serve, with hooks (the chain's own in-process webhooks) among them.
+func installEngines(ctx context.Context, engines []PolicyEngine, state *State, hooks InProcessWebhooks) (InProcessWebhooks, error) {
+	if len(engines) == 0 {
+		return hooks, nil
+	}
+	all := InProcessWebhooks{}
+	for k, v := range hooks {
+		all[k] = v
+	}
+	objs := state.Objects()
+	for _, e := range engines {
+		inst, err := e.Install(ctx, objs)
+		if err != nil {
+			return nil, fmt.Errorf("installing %s: %w", e.Name(), err)
+		}
+		if inst == nil {
+			continue
+		}
+		for _, o := range inst.Objects {
+			if err := state.putSystem(o); err != nil {
+				return nil, fmt.Errorf("installing %s: %s %s: %w", e.Name(), o.GetKind(), o.GetName(), err)
+			}
+		}
+		for svc, h := range inst.Webhooks {
+			if _, dup := all[svc]; dup {
+				return nil, fmt.Errorf("installing %s: service %s is already served in process", e.Name(), svc)
+			}
+			all[svc] = h
+		}
+	}
+	return all, nil
+}
+
+// configuresEngine reports whether objects of gk configure one of the
+// chain's engines.
+func (c *Chain) configuresEngine(gk k8sschema.GroupKind) bool {
+	for _, e := range c.opts.Engines {
+		if e.Configures(gk) {
+			return true
+		}
+	}
+	return false
+}
