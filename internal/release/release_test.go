@@ -36,7 +36,8 @@ func TestSnapshot(t *testing.T) {
 	if os.Getenv("TRUCE_TEST_RELEASE") == "" {
 		t.Skip("set TRUCE_TEST_RELEASE=1 (make test-release): builds truce as a release does")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	// A cold static build on two busy cores takes more than ten minutes.
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	host := Target{OS: runtime.GOOS, Arch: runtime.GOARCH}
 	out := t.TempDir()
