@@ -62,11 +62,11 @@ func New() (*Engine, error) {
 func (e *Engine) Name() string { return "Gatekeeper" }
 
 // Configures implements admission.PolicyEngine: Gatekeeper reads its
-// mutators, its Config, and the namespaces its mutators' namespaceSelectors
-// are matched against.
+// mutators, ConstraintTemplates, constraints and Config, and the namespaces
+// its policies' namespaceSelectors are matched against.
 func (e *Engine) Configures(gk k8sschema.GroupKind) bool {
 	switch gk.Group {
-	case mutationsGroup, configGroup:
+	case mutationsGroup, configGroup, templatesGroup, constraintsGroup:
 		return true
 	case "":
 		return gk.Kind == "Namespace"
@@ -77,7 +77,7 @@ func (e *Engine) Configures(gk k8sschema.GroupKind) bool {
 // Install implements admission.PolicyEngine: Gatekeeper's CRDs and webhook
 // configurations, and its webhook server answering for
 // gatekeeper-system/gatekeeper-webhook-service.
-func (e *Engine) Install(_ context.Context, objs []*unstructured.Unstructured) (*admission.Installation, error) {
+func (e *Engine) Install(ctx context.Context, objs []*unstructured.Unstructured) (*admission.Installation, error) {
 	cfg, err := readConfig(objs)
 	if err != nil {
 		return nil, err
@@ -92,12 +92,21 @@ func (e *Engine) Install(_ context.Context, objs []*unstructured.Unstructured) (
 	if err != nil {
 		return nil, err
 	}
+	pols, err := readPolicies(ctx, objs)
+	if err != nil {
+		return nil, err
+	}
 	installed, err := installObjects(objs, e.caPEM)
 	if err != nil {
 		return nil, err
 	}
+	// The CRD Gatekeeper generates for each template defines its
+	// constraint kind.
+	installed = append(installed, pols.crds...)
 	mux := http.NewServeMux()
 	mux.Handle(mutatePath, newMutationWebhook(system, cfg.excluder, nss))
+	mux.Handle(admitPath, newValidationWebhook(pols, cfg.excluder, nss))
+	mux.Handle(admitLabelPath, newNamespaceLabelWebhook())
 	return &admission.Installation{
 		Objects: installed,
 		Webhooks: admission.InProcessWebhooks{

@@ -33,10 +33,10 @@ var shipped = func() []*unstructured.Unstructured {
 	return out
 }()
 
-// installed are the webhook configurations the engine installs now; the
-// validating one joins it with validation.
+// installed are the webhook configurations the engine installs.
 var installed = map[string]bool{
-	"MutatingWebhookConfiguration": true,
+	"MutatingWebhookConfiguration":   true,
+	"ValidatingWebhookConfiguration": true,
 }
 
 // installObjects returns what the installation adds to the cluster: the
