@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -113,4 +114,11 @@ func (e *Engine) Install(ctx context.Context, objs []*unstructured.Unstructured)
 			Namespace + "/" + Service: {Handler: mux, Certificate: e.serving},
 		},
 	}, nil
+}
+
+// Reads reports whether objects of group are Gatekeeper's own (its
+// policies, mutators and configuration): a cluster or repository holding
+// one has Gatekeeper installed.
+func Reads(group string) bool {
+	return strings.HasSuffix(group, ".gatekeeper.sh")
 }
