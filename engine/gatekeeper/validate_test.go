@@ -171,3 +171,41 @@ spec:
 		t.Errorf("allowed=%v message=%q, want a schema error on spec.parameters.labels", res.Allowed, res.Message)
 	}
 }
+
+// TestCELTemplate: Gatekeeper's CEL driver does not build against
+// Kubernetes 1.37, so a CEL-only template's constraints are known (their
+// CRD is installed) but not evaluated.
+func TestCELTemplate(t *testing.T) {
+	chain := newChain(t, namespaces+`
+---
+apiVersion: templates.gatekeeper.sh/v1
+kind: ConstraintTemplate
+metadata: {name: k8scelrequiredowner}
+spec:
+  crd:
+    spec:
+      names: {kind: K8sCELRequiredOwner}
+  targets:
+  - target: admission.k8s.gatekeeper.sh
+    code:
+    - engine: K8sNativeValidation
+      source:
+        validations:
+        - expression: "has(object.metadata.labels) && 'owner' in object.metadata.labels"
+          message: "an owner label is required"
+---
+apiVersion: constraints.gatekeeper.sh/v1beta1
+kind: K8sCELRequiredOwner
+metadata: {name: owner}
+spec:
+  match:
+    kinds: [{apiGroups: [""], kinds: [ConfigMap]}]
+`)
+	res, err := chain.Admit(context.Background(), admission.Request{Object: objects(t, strings.ReplaceAll(configMap, "%s", "apps"))[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Allowed {
+		t.Errorf("denied (%s); the CEL driver is not expected to run", res.Message)
+	}
+}
