@@ -153,6 +153,9 @@ func admitOffline(ctx context.Context, o *admitOptions, writes []manifest.Object
 		return nil, err
 	}
 	opts.FieldValidation = o.fieldValidation
+	if opts.Engines, err = policyEngines(clusterObjs, writes); err != nil {
+		return nil, err
+	}
 	// Objects of -c are taken to have been created from their files.
 	opts.StateFieldManager = admission.KubectlCreate
 	chain, err := admission.NewChain(ctx, state, opts)

@@ -236,6 +236,9 @@ func (o *diffOptions) openCluster(ctx context.Context, r *repository) (cluster.C
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if opts.Engines, err = policyEngines(clusterObjs, r.manifests); err != nil {
+		return nil, nil, nil, err
+	}
 	mem, err := memory.New(ctx, state, opts)
 	if err != nil {
 		return nil, nil, nil, admission.WithSource(err, clusterObjs)

@@ -167,6 +167,9 @@ func loadCheckRequests(ctx context.Context, cmd *cobra.Command, ws *check.Worksp
 			Sources: src,
 			Options: check.Options{Admission: aopts},
 		}
+		if req.Options.Admission.Engines, err = policyEngines(req.Input.Cluster, req.Input.Repository); err != nil {
+			return nil, err
+		}
 		if w.Followed() {
 			req.Load = check.WorldLoader(ws, args, i, wopts, src, cl)
 		}
