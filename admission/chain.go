@@ -375,6 +375,9 @@ func (c *Chain) Commit(r *Result) (reconfigure bool, err error) {
 		return false, nil
 	}
 	u := &unstructured.Unstructured{Object: r.Object}
+	if r.Stored != nil {
+		u = &unstructured.Unstructured{Object: r.Stored}
+	}
 	gvk := u.GroupVersionKind()
 	prev, _ := c.state.Get(gvk.GroupKind(), u.GetNamespace(), u.GetName())
 	isNamespace := gvk.GroupKind() == namespaceKind

@@ -88,8 +88,11 @@ type Result struct {
 	Details          *metav1.StatusDetails `json:"-"`
 	Warnings         []string              `json:"warnings"`
 	AuditAnnotations map[string]string     `json:"auditAnnotations"`
-	// Object is the object the server would store; nil when denied.
+	// Object is the object the server would store; nil when denied. For
+	// a write through a subresource it is what the server answers (the
+	// Scale), and Stored the object it stores.
 	Object  map[string]any `json:"object,omitempty"`
+	Stored  map[string]any `json:"-"`
 	Changes []Change       `json:"changes"`
 	// Unpredictable lists webhooks that could not be called offline; the
 	// result applied their failurePolicy, which a live cluster may not.

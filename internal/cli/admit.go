@@ -350,6 +350,10 @@ func admitOffline(ctx context.Context, o *admitOptions, verb kubectl.Options, wr
 		}
 		results = append(results, res)
 		reconfigure, err := chain.Commit(res)
+		if verb.Verb == kubectl.Delete && res.Allowed {
+			// Later writes see the object gone.
+			reconfigure, err = chain.Remove(w.Object.GroupVersionKind().GroupKind(), res.Namespace, res.Name)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", w.Source, err)
 		}
