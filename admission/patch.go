@@ -142,4 +142,3 @@ func ParsePatchType(s string) (types.PatchType, error) {
 	}
 	return "", fmt.Errorf("unknown patch type %q (want strategic, merge or json)", s)
 }
-

@@ -27,10 +27,10 @@ import (
 )
 
 type writeRequest struct {
-	resource        *schema.Resource
-	in              *unstructured.Unstructured
-	existing        *unstructured.Unstructured
-	op              k8sadmission.Operation
+	resource *schema.Resource
+	in       *unstructured.Unstructured
+	existing *unstructured.Unstructured
+	op       k8sadmission.Operation
 	// verb is the request's: create, update or patch.
 	verb            string
 	namespace       string
