@@ -336,7 +336,6 @@ func runTruce(ctx context.Context, bin string, c *Case) (res Result, stdout, std
 	if c.HasCluster() {
 		args = append(args, "-c", ClusterFile)
 	}
-	args = append(args, verbArgs(c)...)
 	args = append(args, "-o", "json", "--show-managed-fields",
 		"--disable-admission-plugins="+strings.Join(c.DisabledPlugins(), ","),
 		"--field-validation="+c.Spec.FieldValidation,
@@ -352,6 +351,8 @@ func runTruce(ctx context.Context, bin string, c *Case) (res Result, stdout, std
 	for _, g := range c.Spec.Groups {
 		args = append(args, "--group", g)
 	}
+	// Last: the command of --exec follows "--".
+	args = append(args, verbArgs(c)...)
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = c.Dir
 	var outBuf, errBuf bytes.Buffer
