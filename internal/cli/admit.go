@@ -300,10 +300,12 @@ func runAdmit(ctx context.Context, cmd *cobra.Command, o *admitOptions) error {
 		if len(o.cluster) > 0 {
 			return fmt.Errorf("--dry-run=server asks a real cluster; -c describes an offline one: use one or the other")
 		}
-		if verb.Verb != kubectl.Replace {
-			return fmt.Errorf("--dry-run=server sends the writes as kubectl create and kubectl replace: give --replace")
+		switch verb.Verb {
+		case kubectl.Apply, kubectl.ServerSideApply, kubectl.Replace:
+		default:
+			return fmt.Errorf("--dry-run=server sends kubectl apply, apply --server-side and create/replace; --%s is offline only", verb.Verb)
 		}
-		results, err = admitLive(ctx, o, writes)
+		results, err = admitLive(ctx, o, verb, writes)
 	default:
 		return fmt.Errorf("unknown --dry-run %q (only \"server\" is supported)", o.dryRun)
 	}
