@@ -47,6 +47,9 @@ type ApplyRequest struct {
 	// a JSON merge patch for the others (custom resources).
 	PatchType types.PatchType
 	Patch     []byte
+	// Patched is the live object with the patch applied on the client, as
+	// kubectl apply --dry-run=client shows it.
+	Patched *unstructured.Unstructured
 	// Unchanged is set when the patch is empty: kubectl sends nothing and
 	// prints "unchanged".
 	Unchanged bool
@@ -74,14 +77,18 @@ func ClientSideApply(config, live *unstructured.Unstructured) (*ApplyRequest, er
 	gvk := config.GroupVersionKind()
 	p := &apply.Patcher{Mapping: &meta.RESTMapping{GroupVersionKind: gvk}, Overwrite: true}
 	// PatchLocal computes the patch as Patch does, without sending it.
-	patch, _, err := p.PatchLocal(live.DeepCopy(), modified, io.Discard)
+	patch, patched, err := p.PatchLocal(live.DeepCopy(), modified, io.Discard)
 	if err != nil {
 		return nil, fmt.Errorf("computing kubectl apply's patch: %w", err)
 	}
 	if string(patch) == "{}" {
-		return &ApplyRequest{Unchanged: true}, nil
+		return &ApplyRequest{Unchanged: true, Patched: live.DeepCopy()}, nil
 	}
-	return &ApplyRequest{PatchType: PatchTypeFor(config), Patch: patch}, nil
+	u, ok := patched.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("kubectl's patcher answered %T", patched)
+	}
+	return &ApplyRequest{PatchType: PatchTypeFor(config), Patch: patch, Patched: u}, nil
 }
 
 // PatchTypeFor is the patch type kubectl's patcher chooses for an object:
