@@ -301,15 +301,21 @@ func (c *Chain) Admit(ctx context.Context, req Request) (*Result, error) {
 
 	rec := &recorder{}
 	userInfo := c.userInfo(req)
-	ctx, warnings, err := requestScope(ctx, rec, resource, op, namespace, in.GetName(), userInfo)
+	verb := verbFor(op)
+	if req.Apply || req.PatchType != "" {
+		// Every PATCH is authorized as one, whatever it turns into.
+		verb = "patch"
+	}
+	ctx, warnings, err := requestScope(ctx, rec, resource, verb, namespace, in.GetName(), userInfo)
 	if err != nil {
 		return nil, err
 	}
 
 	stored, status := c.write(ctx, writeRequest{
-		resource: resource, in: in, existing: existing, op: op, namespace: namespace,
+		resource: resource, in: in, existing: existing, op: op, verb: verb, namespace: namespace,
 		userInfo: userInfo, rec: rec, fieldValidation: c.opts.FieldValidation,
 		fieldManager: req.FieldManager, apply: req.Apply, force: req.Force, dryRun: !req.Persist,
+		patchType: req.PatchType, patch: req.Patch,
 	})
 	res.Warnings = append(res.Warnings, warnings.list()...)
 	rec.annotations = audit.AuditContextFrom(ctx).GetEventAnnotations()
@@ -369,6 +375,9 @@ func (c *Chain) Commit(r *Result) (reconfigure bool, err error) {
 		return false, nil
 	}
 	u := &unstructured.Unstructured{Object: r.Object}
+	if r.Stored != nil {
+		u = &unstructured.Unstructured{Object: r.Stored}
+	}
 	gvk := u.GroupVersionKind()
 	prev, _ := c.state.Get(gvk.GroupKind(), u.GetNamespace(), u.GetName())
 	isNamespace := gvk.GroupKind() == namespaceKind
@@ -465,18 +474,19 @@ func (c *Chain) userInfo(req Request) user.Info {
 
 // authorize answers like the server's authorization filter: 403 before any
 // admission runs.
-func (c *Chain) authorize(ctx context.Context, resource *schema.Resource, op k8sadmission.Operation, namespace, name string, u user.Info) *metav1.Status {
+func (c *Chain) authorize(ctx context.Context, resource *schema.Resource, verb, subresource, namespace, name string, u user.Info) *metav1.Status {
 	attrs := authorizer.AttributesRecord{
 		User:            u,
-		Verb:            verbFor(op),
+		Verb:            verb,
 		Namespace:       namespace,
 		APIGroup:        resource.GVR.Group,
 		APIVersion:      resource.GVR.Version,
 		Resource:        resource.GVR.Resource,
+		Subresource:     subresource,
 		Name:            name,
 		ResourceRequest: true,
 	}
-	if op == k8sadmission.Create {
+	if verb == "create" && subresource == "" {
 		// The name of a create is not part of its URL.
 		attrs.Name = ""
 	}
@@ -600,7 +610,13 @@ func objectNamespace(r *schema.Resource, namespace string) string {
 // requestScope is what the server's filters put around one request: a
 // warning recorder, an audit context recording every annotation whatever
 // its level, truce's step recorder, and the request info.
-func requestScope(ctx context.Context, rec *recorder, r *schema.Resource, op k8sadmission.Operation, namespace, name string, u user.Info) (context.Context, *warningRecorder, error) {
+func requestScope(ctx context.Context, rec *recorder, r *schema.Resource, verb, namespace, name string, u user.Info) (context.Context, *warningRecorder, error) {
+	return requestScopeFor(ctx, rec, r, verb, "", namespace, name, u)
+}
+
+// requestScopeFor is requestScope for a request of verb, on a subresource
+// when it is not empty.
+func requestScopeFor(ctx context.Context, rec *recorder, r *schema.Resource, verb, subresource, namespace, name string, u user.Info) (context.Context, *warningRecorder, error) {
 	warnings := &warningRecorder{}
 	ctx = warning.WithWarningRecorder(ctx, warnings)
 	ctx = audit.WithAuditContext(ctx)
@@ -608,10 +624,14 @@ func requestScope(ctx context.Context, rec *recorder, r *schema.Resource, op k8s
 		return nil, nil, err
 	}
 	ctx = withRecorder(ctx, rec)
-	return requestContext(ctx, r, verbFor(op), namespace, name, u), warnings, nil
+	return requestContextFor(ctx, r, verb, subresource, namespace, name, u), warnings, nil
 }
 
 func requestContext(ctx context.Context, r *schema.Resource, verb, namespace, name string, u user.Info) context.Context {
+	return requestContextFor(ctx, r, verb, "", namespace, name, u)
+}
+
+func requestContextFor(ctx context.Context, r *schema.Resource, verb, subresource, namespace, name string, u user.Info) context.Context {
 	ctx = genericapirequest.WithNamespace(ctx, namespace)
 	ctx = genericapirequest.WithUser(ctx, u)
 	return genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
@@ -620,7 +640,27 @@ func requestContext(ctx context.Context, r *schema.Resource, verb, namespace, na
 		APIGroup:          r.GVR.Group,
 		APIVersion:        r.GVR.Version,
 		Resource:          r.GVR.Resource,
+		Subresource:       subresource,
 		Namespace:         namespace,
 		Name:              name,
 	})
+}
+
+// Live returns a copy of the stored object a write of obj would change, in
+// obj's version, as a client reads it before writing; false when there is
+// none.
+func (c *Chain) Live(obj *unstructured.Unstructured) (*unstructured.Unstructured, bool, error) {
+	resource, err := c.registry.ForKind(obj.GroupVersionKind())
+	if err != nil {
+		return nil, false, err
+	}
+	stored, ok := c.stored(resource, obj)
+	if !ok {
+		return nil, false, nil
+	}
+	live, err := ConvertTo(stored, obj.GroupVersionKind())
+	if err != nil {
+		return nil, false, fmt.Errorf("reading %s %s: %w", obj.GetKind(), obj.GetName(), err)
+	}
+	return live, true, nil
 }

@@ -108,7 +108,7 @@ func (c *Chain) review(ctx context.Context, r Review, mutate bool) (*ReviewResul
 		return nil, err
 	}
 	rec := &recorder{}
-	ctx, warnings, err := requestScope(ctx, rec, resource, op, r.Namespace, r.Name, r.UserInfo)
+	ctx, warnings, err := requestScope(ctx, rec, resource, verbFor(op), r.Namespace, r.Name, r.UserInfo)
 	if err != nil {
 		return nil, err
 	}

@@ -136,7 +136,9 @@ func TestAdmitManagedFields(t *testing.T) {
 		want [][]string
 	}{
 		{"hidden unless asked", []string{"-o", "json"}, nil},
-		{"kubectl's managers by default", []string{"-o", "json", "--show-managed-fields"}, [][]string{{"kubectl-create"}, {"kubectl-create", "kubectl-replace"}}},
+		{"kubectl apply's manager by default", []string{"-o", "json", "--show-managed-fields"}, [][]string{{"kubectl-client-side-apply"}, {"kubectl-client-side-apply", "kubectl-create"}}},
+		{"kubectl create's and replace's with --replace", []string{"-o", "json", "--show-managed-fields", "--replace"}, [][]string{{"kubectl-create"}, {"kubectl-create", "kubectl-replace"}}},
+		{"kubectl's with --server-side", []string{"-o", "json", "--show-managed-fields", "--server-side", "--force-conflicts"}, [][]string{{"kubectl"}, {"kubectl", "kubectl-create"}}},
 		{"--field-manager", []string{"-o", "json", "--show-managed-fields", "--field-manager", "ci"}, [][]string{{"ci"}, {"ci", "kubectl-create"}}},
 	}
 	for _, tt := range tests {
