@@ -66,6 +66,11 @@ type Options struct {
 	// given the same cache, so that a policy is compiled once per process
 	// run instead of once per chain. Results do not change.
 	Cache *Cache
+	// NoMemo makes the chain admit every write afresh instead of
+	// answering a write it admitted before against the same state with
+	// the result it remembered (memo.go); results do not change. Tests
+	// compare both.
+	NoMemo bool
 }
 
 // Chain is kube-apiserver's write path for one cluster configuration:
@@ -100,6 +105,8 @@ type Chain struct {
 	namespaces listersv1.NamespaceLister
 	// mirror keeps the plugins' clients equal to the state after commits.
 	mirror *mirror
+	// memo remembers results of writes admitted against the same state.
+	memo *memo
 }
 
 // NewChain compiles the admission configuration in state. The chain keeps
@@ -145,6 +152,7 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 		registry: reg,
 		state:    state,
 		services: services,
+		memo:     newMemo(state, names, opts),
 
 		customResources: map[k8sschema.GroupVersionResource]*customResource{},
 		fieldManagers:   map[k8sschema.GroupVersionResource]*managedfields.FieldManager{},
@@ -266,13 +274,13 @@ func (c *Chain) Registry() *schema.Registry { return c.registry }
 
 // Admit runs one write through the chain. An error is returned only when
 // the write cannot be evaluated at all; rejections are results.
-func (c *Chain) Admit(ctx context.Context, req Request) (*Result, error) {
+func (c *Chain) Admit(ctx context.Context, req Request) (res *Result, err error) {
 	if err := c.mirror.settle(ctx); err != nil {
 		return nil, err
 	}
 	in := req.Object
 	gvk := in.GroupVersionKind()
-	res := &Result{
+	res = &Result{
 		Source:     req.Source,
 		APIVersion: in.GetAPIVersion(),
 		Kind:       in.GetKind(),
@@ -292,6 +300,21 @@ func (c *Chain) Admit(ctx context.Context, req Request) (*Result, error) {
 	}
 
 	existing, exists := c.stored(resource, in)
+	var prior *unstructured.Unstructured
+	if exists {
+		prior = existing
+	}
+	key, remember := c.memo.key(req, gvk.GroupKind(), prior)
+	if remember {
+		if r, ok := c.memo.get(key, req.Source); ok {
+			return r, nil
+		}
+		defer func() {
+			if err == nil {
+				c.memo.put(key, res)
+			}
+		}()
+	}
 	op := k8sadmission.Create
 	res.Operation = Create
 	if exists {
@@ -385,6 +408,9 @@ func (c *Chain) Commit(r *Result) (reconfigure bool, err error) {
 	if err := c.state.Put(u); err != nil {
 		return false, err
 	}
+	if !c.inert(gvk) {
+		c.memo.advance()
+	}
 	if c.rebuilds(gvk) || c.mirror.full() {
 		return true, nil
 	}
@@ -421,6 +447,7 @@ func (c *Chain) Remove(gk k8sschema.GroupKind, namespace, name string) (reconfig
 		return false, nil
 	}
 	c.state.Delete(gk, namespace, name)
+	c.memo.advance()
 	if configurationKinds.Has(gk.Kind) || gk == serviceKind || c.state.isParamKind(o.GroupVersionKind()) || c.configuresEngine(gk) || c.mirror.full() {
 		return true, nil
 	}
@@ -428,6 +455,16 @@ func (c *Chain) Remove(gk k8sschema.GroupKind, namespace, name string) (reconfig
 		return true, nil
 	}
 	return false, nil
+}
+
+// inert reports whether admission never reads objects of gvk other than
+// the one a write replaces: no plugin holds them in an informer, no policy
+// takes them as params, and they configure nothing. Writes of inert
+// objects commute with every write of another object.
+func (c *Chain) inert(gvk k8sschema.GroupVersionKind) bool {
+	gk := gvk.GroupKind()
+	return !c.rebuilds(gvk) && !configurationKinds.Has(gvk.Kind) && !mirroredKinds.Has(gk) &&
+		gk != serviceKind && !c.mirror.watched(gvk)
 }
 
 // rebuilds reports whether a write of gvk changes what the chain compiled
