@@ -37,7 +37,7 @@ release:
 # `test`, not of `unit`: its static -trimpath build shares no cache with the
 # tests' (a cold compile, minutes on 2 cores).
 test-release:
-	TRUCE_TEST_RELEASE=1 $(GO) test -count=1 -timeout 30m -run TestSnapshot -v ./internal/release/
+	TRUCE_TEST_RELEASE=1 $(GO) test -count=1 -timeout 45m -run TestSnapshot -v ./internal/release/
 
 unit:
 	$(GO) test -count=1 ./...
