@@ -115,7 +115,7 @@ func readPolicies(ctx context.Context, objs []*unstructured.Unstructured) (*poli
 		}
 		crd, err := c.CreateCRD(ctx, ct)
 		if err != nil {
-			return nil, fmt.Errorf("Gatekeeper ConstraintTemplate %s: %w", o.GetName(), err)
+			return nil, fmt.Errorf("reading Gatekeeper's ConstraintTemplate %s: %w", o.GetName(), err)
 		}
 		if _, err := c.AddTemplate(ctx, ct); err != nil {
 			// A template only Gatekeeper's CEL driver runs: its
@@ -124,7 +124,7 @@ func readPolicies(ctx context.Context, objs []*unstructured.Unstructured) (*poli
 		}
 		u, err := crdObject(crd)
 		if err != nil {
-			return nil, fmt.Errorf("Gatekeeper ConstraintTemplate %s: %w", o.GetName(), err)
+			return nil, fmt.Errorf("reading Gatekeeper's ConstraintTemplate %s: %w", o.GetName(), err)
 		}
 		p.crds = append(p.crds, u)
 	}
@@ -137,7 +137,7 @@ func readPolicies(ctx context.Context, objs []*unstructured.Unstructured) (*poli
 				p.notEvaluated = append(p.notEvaluated, notEvaluated{constraint: o, why: why})
 				continue
 			}
-			return nil, fmt.Errorf("Gatekeeper %s %s: %w", o.GetKind(), o.GetName(), err)
+			return nil, fmt.Errorf("reading Gatekeeper's %s %s: %w", o.GetKind(), o.GetName(), err)
 		}
 	}
 	return p, nil
@@ -148,7 +148,7 @@ func readPolicies(ctx context.Context, objs []*unstructured.Unstructured) (*poli
 func unversionedTemplate(o *unstructured.Unstructured) (*templates.ConstraintTemplate, error) {
 	versioned, err := templateScheme.New(o.GroupVersionKind())
 	if err != nil {
-		return nil, fmt.Errorf("Gatekeeper ConstraintTemplate %s: %w", o.GetName(), err)
+		return nil, fmt.Errorf("reading Gatekeeper's ConstraintTemplate %s: %w", o.GetName(), err)
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, versioned); err != nil {
 		return nil, fmt.Errorf("reading Gatekeeper ConstraintTemplate %s: %w", o.GetName(), err)
