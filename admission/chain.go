@@ -346,7 +346,7 @@ func (c *Chain) Admit(ctx context.Context, req Request) (res *Result, err error)
 	if res.AuditAnnotations == nil {
 		res.AuditAnnotations = map[string]string{}
 	}
-	res.Unpredictable = webhookNames(c.state, rec.unpredictable)
+	res.Unpredictable = append(webhookNames(c.state, rec.unpredictable), engineUnpredictable(res.AuditAnnotations)...)
 	if status != nil {
 		res.Allowed = false
 		res.Code = status.Code

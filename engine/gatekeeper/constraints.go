@@ -63,9 +63,38 @@ type policies struct {
 	client *constraintclient.Client
 	crds   []*unstructured.Unstructured
 	// unevaluated are the constraint kinds of templates the client
-	// cannot run (CEL only), with why.
-	unevaluated map[string]bool
-	skipped     []string
+	// cannot run (CEL only), with why; notEvaluated their constraints.
+	unevaluated  map[string]string
+	notEvaluated []notEvaluated
+}
+
+type notEvaluated struct {
+	constraint *unstructured.Unstructured
+	why        string
+}
+
+// unpredictable names the constraints that match review but were not
+// evaluated, with why, using Gatekeeper's own matcher.
+func (p *policies) unpredictable(review *target.AugmentedReview) []string {
+	if len(p.notEvaluated) == 0 {
+		return nil
+	}
+	tgt := &target.K8sValidationTarget{}
+	handled, gkReview, err := tgt.HandleReview(review)
+	if err != nil || !handled {
+		return nil
+	}
+	var out []string
+	for _, n := range p.notEvaluated {
+		m, err := tgt.ToMatcher(n.constraint)
+		if err != nil {
+			continue
+		}
+		if ok, err := m.Match(gkReview); err == nil && ok {
+			out = append(out, fmt.Sprintf("%s %s not evaluated: %s", n.constraint.GetKind(), n.constraint.GetName(), n.why))
+		}
+	}
+	return out
 }
 
 // readPolicies ingests the ConstraintTemplates and constraints among objs as
@@ -75,7 +104,7 @@ func readPolicies(ctx context.Context, objs []*unstructured.Unstructured) (*poli
 	if err != nil {
 		return nil, err
 	}
-	p := &policies{client: c, unevaluated: map[string]bool{}}
+	p := &policies{client: c, unevaluated: map[string]string{}}
 	for _, o := range objs {
 		if o.GroupVersionKind().Group != templatesGroup || o.GetKind() != "ConstraintTemplate" {
 			continue
@@ -86,17 +115,16 @@ func readPolicies(ctx context.Context, objs []*unstructured.Unstructured) (*poli
 		}
 		crd, err := c.CreateCRD(ctx, ct)
 		if err != nil {
-			return nil, fmt.Errorf("Gatekeeper ConstraintTemplate %s: %w", o.GetName(), err)
+			return nil, fmt.Errorf("reading Gatekeeper's ConstraintTemplate %s: %w", o.GetName(), err)
 		}
 		if _, err := c.AddTemplate(ctx, ct); err != nil {
 			// A template only Gatekeeper's CEL driver runs: its
 			// constraints are known, not evaluated.
-			p.skipped = append(p.skipped, fmt.Sprintf("ConstraintTemplate %s: %v", o.GetName(), err))
-			p.unevaluated[ct.Spec.CRD.Spec.Names.Kind] = true
+			p.unevaluated[ct.Spec.CRD.Spec.Names.Kind] = fmt.Sprintf("its ConstraintTemplate %s has no Rego, and Gatekeeper's CEL driver does not build against Kubernetes 1.37 (%v)", o.GetName(), err)
 		}
 		u, err := crdObject(crd)
 		if err != nil {
-			return nil, fmt.Errorf("Gatekeeper ConstraintTemplate %s: %w", o.GetName(), err)
+			return nil, fmt.Errorf("reading Gatekeeper's ConstraintTemplate %s: %w", o.GetName(), err)
 		}
 		p.crds = append(p.crds, u)
 	}
@@ -105,10 +133,11 @@ func readPolicies(ctx context.Context, objs []*unstructured.Unstructured) (*poli
 			continue
 		}
 		if _, err := c.AddConstraint(ctx, o); err != nil {
-			if p.unevaluated[o.GetKind()] {
+			if why, ok := p.unevaluated[o.GetKind()]; ok {
+				p.notEvaluated = append(p.notEvaluated, notEvaluated{constraint: o, why: why})
 				continue
 			}
-			return nil, fmt.Errorf("Gatekeeper %s %s: %w", o.GetKind(), o.GetName(), err)
+			return nil, fmt.Errorf("reading Gatekeeper's %s %s: %w", o.GetKind(), o.GetName(), err)
 		}
 	}
 	return p, nil
@@ -119,7 +148,7 @@ func readPolicies(ctx context.Context, objs []*unstructured.Unstructured) (*poli
 func unversionedTemplate(o *unstructured.Unstructured) (*templates.ConstraintTemplate, error) {
 	versioned, err := templateScheme.New(o.GroupVersionKind())
 	if err != nil {
-		return nil, fmt.Errorf("Gatekeeper ConstraintTemplate %s: %w", o.GetName(), err)
+		return nil, fmt.Errorf("reading Gatekeeper's ConstraintTemplate %s: %w", o.GetName(), err)
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, versioned); err != nil {
 		return nil, fmt.Errorf("reading Gatekeeper ConstraintTemplate %s: %w", o.GetName(), err)

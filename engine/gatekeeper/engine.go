@@ -18,8 +18,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/internal/certs"
@@ -43,6 +45,10 @@ var _ admission.PolicyEngine = (*Engine)(nil)
 // New returns the engine with its serving certificate, made once: every
 // chain the engine is installed in serves it.
 func New() (*Engine, error) {
+	// Gatekeeper's webhooks log through controller-runtime, whose root
+	// logger complains on stderr when never set; truce reports through
+	// results, so the logs are dropped.
+	ctrllog.SetLogger(logr.Discard())
 	ca, err := certs.NewCA("truce gatekeeper webhook CA", 24*time.Hour)
 	if err != nil {
 		return nil, fmt.Errorf("creating Gatekeeper's webhook CA: %w", err)

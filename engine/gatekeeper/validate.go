@@ -18,6 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	truceadmission "github.com/truce-dev/truce/admission"
 )
 
 // Paths of Gatekeeper's validating webhooks.
@@ -66,9 +68,15 @@ func (h *validationHandler) Handle(ctx context.Context, req admission.Request) a
 	if excluded, err := isExcludedNamespace(h.excluder, &req.AdmissionRequest, process.Webhook); err == nil && excluded {
 		return admission.Allowed("Namespace is set to be ignored by Gatekeeper config")
 	}
-	resp, err := h.review(ctx, &req)
+	resp, unpredictable, err := h.review(ctx, &req)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	// Not Gatekeeper's: what truce could not evaluate, for the result's
+	// Unpredictable list.
+	var audit map[string]string
+	if len(unpredictable) > 0 {
+		audit = map[string]string{truceadmission.UnpredictableAnnotation: strings.Join(unpredictable, "; ")}
 	}
 	denyMsgs, warnMsgs := validationMessages(resp.Results())
 	if len(denyMsgs) > 0 {
@@ -79,13 +87,15 @@ func (h *validationHandler) Handle(ctx context.Context, req admission.Request) a
 				Code:    http.StatusForbidden,
 				Message: strings.Join(denyMsgs, "\n"),
 			},
-			Warnings: warnMsgs,
+			Warnings:         warnMsgs,
+			AuditAnnotations: audit,
 		}}
 	}
 	out := admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{
-		Allowed:  true,
-		Result:   &metav1.Status{Code: http.StatusOK},
-		Warnings: warnMsgs,
+		Allowed:          true,
+		Result:           &metav1.Status{Code: http.StatusOK},
+		Warnings:         warnMsgs,
+		AuditAnnotations: audit,
 	}}
 	if len(warnMsgs) > 0 {
 		out.Result.Code = httpStatusWarning
@@ -94,8 +104,9 @@ func (h *validationHandler) Handle(ctx context.Context, req admission.Request) a
 }
 
 // review is Gatekeeper's reviewRequest without expansion (truce does not
-// read ExpansionTemplates).
-func (h *validationHandler) review(ctx context.Context, req *admission.Request) (*rtypes.Responses, error) {
+// read ExpansionTemplates); it also names the matching constraints it could
+// not evaluate.
+func (h *validationHandler) review(ctx context.Context, req *admission.Request) (*rtypes.Responses, []string, error) {
 	// Server-side apply of a namespace is reviewed as cluster-scoped
 	// (open-policy-agent/gatekeeper#792).
 	if req.Kind.Kind == "Namespace" && req.Kind.Group == "" {
@@ -109,7 +120,7 @@ func (h *validationHandler) review(ctx context.Context, req *admission.Request) 
 	if req.Namespace != "" {
 		ns, ok := h.namespaces[req.Namespace]
 		if !ok {
-			return nil, fmt.Errorf("failed to create augmentedReview: namespaces %q not found", req.Namespace)
+			return nil, nil, fmt.Errorf("failed to create augmentedReview: namespaces %q not found", req.Namespace)
 		}
 		review.Namespace = ns
 	}
@@ -119,9 +130,9 @@ func (h *validationHandler) review(ctx context.Context, req *admission.Request) 
 	}
 	resp, err := h.policies.client.Review(ctx, review, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("error reviewing resource %s: %w", req.Name, err)
+		return nil, nil, fmt.Errorf("error reviewing resource %s: %w", req.Name, err)
 	}
-	return resp, nil
+	return resp, h.policies.unpredictable(review), nil
 }
 
 // validationMessages is Gatekeeper's getValidationMessages: each result's

@@ -174,7 +174,7 @@ spec:
 
 // TestCELTemplate: Gatekeeper's CEL driver does not build against
 // Kubernetes 1.37, so a CEL-only template's constraints are known (their
-// CRD is installed) but not evaluated.
+// CRD is installed) but not evaluated, and a write they match says so.
 func TestCELTemplate(t *testing.T) {
 	chain := newChain(t, namespaces+`
 ---
@@ -207,5 +207,22 @@ spec:
 	}
 	if !res.Allowed {
 		t.Errorf("denied (%s); the CEL driver is not expected to run", res.Message)
+	}
+	want := []string{"webhook validation.gatekeeper.sh: K8sCELRequiredOwner owner not evaluated: its ConstraintTemplate k8scelrequiredowner has no Rego, and Gatekeeper's CEL driver does not build against Kubernetes 1.37"}
+	if len(res.Unpredictable) != 1 || !strings.HasPrefix(res.Unpredictable[0], want[0]) {
+		t.Errorf("unpredictable = %q, want %q…", res.Unpredictable, want)
+	}
+	for k := range res.AuditAnnotations {
+		if strings.Contains(k, admission.UnpredictableAnnotation) {
+			t.Errorf("audit annotation %s left in the result", k)
+		}
+	}
+	// A write the constraint does not match is predictable.
+	res, err = chain.Admit(context.Background(), admission.Request{Object: objects(t, "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: apps}\n")[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Unpredictable) != 0 {
+		t.Errorf("unpredictable = %q for a Secret the constraint does not match", res.Unpredictable)
 	}
 }
