@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -161,30 +162,19 @@ func admitOffline(ctx context.Context, o *admitOptions, writes []manifest.Object
 	}
 	defer func() { chain.Close() }()
 
-	results := make([]*admission.Result, 0, len(writes))
-	for _, w := range writes {
-		op, err := chain.Operation(w.Object)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", w.Source, err)
-		}
-		res, err := chain.Admit(ctx, admission.Request{
+	request := func(i int, op admission.Operation) (admission.Request, error) {
+		w := writes[i]
+		return admission.Request{
 			Source: w.Source.String(), Object: w.Object, User: o.user, Groups: o.groups,
 			FieldManager: o.fieldManagerFor(op),
-		})
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", w.Source, err)
-		}
-		results = append(results, res)
-		reconfigure, err := chain.Commit(res)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", w.Source, err)
-		}
-		if reconfigure {
-			chain.Close()
-			if chain, err = admission.NewChain(ctx, state, opts); err != nil {
-				return nil, fmt.Errorf("%s: recompiling admission after this write: %w", w.Source, err)
-			}
-		}
+		}, nil
+	}
+	// Writes that commute are admitted on every core, their results in
+	// input order as if admitted one after the other.
+	results, last, err := admission.AdmitInOrder(ctx, chain, len(writes), request, runtime.GOMAXPROCS(0))
+	chain = last
+	if err != nil {
+		return nil, err
 	}
 	return results, nil
 }
