@@ -13,7 +13,7 @@ import (
 	"github.com/truce-dev/truce/admission/kubectl"
 )
 
-func objects(t *testing.T, doc string) []*unstructured.Unstructured {
+func objects(t testing.TB, doc string) []*unstructured.Unstructured {
 	t.Helper()
 	var out []*unstructured.Unstructured
 	for _, d := range strings.Split(doc, "\n---\n") {
@@ -242,4 +242,40 @@ func toString(v any) string {
 		b, _ := yaml.Marshal(x)
 		return string(b)
 	}
+}
+
+// FuzzPatch: any patch of any type is answered (admitted, or a status as
+// the server answers), never a panic nor an evaluation error.
+func FuzzPatch(f *testing.F) {
+	state, err := admission.NewState(objects(f, configMap)...)
+	if err != nil {
+		f.Fatal(err)
+	}
+	chain, err := admission.NewChain(context.Background(), state, admission.Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(chain.Close)
+	target := objects(f, gitConfigMap)[0]
+	for _, seed := range []struct {
+		pt    uint8
+		patch string
+	}{
+		{0, `{"data":{"a":"2"}}`}, {0, `{"$patch":"replace"}`}, {0, `{"metadata":{"$deleteFromPrimitiveList/finalizers":["x"]}}`},
+		{1, `{"data":null}`}, {1, `[]`}, {2, `[{"op":"add","path":"/data/z","value":"1"}]`}, {2, `[{"op":"move","from":"/data","path":"/data/x"}]`},
+		{2, `{}`}, {1, `{"kind":"Secret"}`}, {0, `{"metadata":{"name":"other"}}`},
+	} {
+		f.Add(seed.pt, seed.patch)
+	}
+	pts := []types.PatchType{types.StrategicMergePatchType, types.MergePatchType, types.JSONPatchType}
+	f.Fuzz(func(t *testing.T, pt uint8, patch string) {
+		res, err := kubectl.Admit(context.Background(), chain, "fuzz", target.DeepCopy(), kubectl.Options{
+			Verb: kubectl.PatchVerb, PatchType: pts[int(pt)%len(pts)], Patch: []byte(patch)})
+		if err != nil {
+			t.Fatalf("patch %q: %v", patch, err)
+		}
+		if !res.Allowed && res.Code == 0 {
+			t.Fatalf("patch %q: denied without a status code: %+v", patch, res)
+		}
+	})
 }
