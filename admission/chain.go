@@ -317,7 +317,9 @@ func (c *Chain) Admit(ctx context.Context, req Request) (res *Result, err error)
 	}
 	op := k8sadmission.Create
 	res.Operation = Create
-	if exists {
+	if exists || req.PatchType != "" {
+		// A patch (other than apply) only updates: of a missing object it
+		// is a 404 before admission.
 		op = k8sadmission.Update
 		res.Operation = Update
 	}
