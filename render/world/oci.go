@@ -2,7 +2,6 @@ package world
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -103,30 +102,12 @@ func (s *state) ociChart(ctx context.Context, namespace, name string) (*helm.Cha
 // not (not there, or encrypted with SOPS): the registry then gets the
 // credentials of --registry-config.
 func (s *state) dockerConfigSecret(namespace, name string) (string, error) {
-	obj, ok := s.find("", "Secret", namespace, name)
-	if !ok {
-		return "", nil
-	}
-	if _, encrypted := obj.Object["sops"]; encrypted {
-		return "", nil
-	}
-	var sec struct {
-		Data       map[string]string `json:"data"`
-		StringData map[string]string `json:"stringData"`
-	}
-	if err := decodeSpec(obj, &sec); err != nil {
-		return "", fmt.Errorf("reading Secret %s/%s: %w", namespace, name, err)
-	}
 	const key = ".dockerconfigjson"
-	config, ok := sec.StringData[key]
-	if !ok {
-		raw, err := base64.StdEncoding.DecodeString(sec.Data[key])
-		if err != nil {
-			// Never the value: it is a secret.
-			return "", fmt.Errorf("reading Secret %s/%s: data.%s is not base64", namespace, name, key)
-		}
-		config = string(raw)
+	v, err := s.plainSecret(namespace, name, key)
+	if err != nil {
+		return "", err
 	}
+	config := v[key]
 	if config == "" {
 		return "", nil
 	}
