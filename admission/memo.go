@@ -177,6 +177,10 @@ func (m *memo) key(req Request, gk k8sschema.GroupKind, existing *unstructured.U
 		writeString(h, g)
 	}
 	writeString(h, req.FieldManager)
+	// A patch is applied to the stored object before admission: two
+	// patches of one object are two different writes.
+	writeString(h, string(req.PatchType))
+	writeString(h, string(req.Patch))
 	flags := []bool{req.Apply, req.Force, m.mode != memoDryRunBlind && req.Persist}
 	for _, f := range flags {
 		writeBool(h, f)
