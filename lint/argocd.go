@@ -36,6 +36,9 @@ func argoRules() []Rule {
 		{ID: RuleArgoLabelTrackingCopyLabels, Severity: SeverityWarning,
 			Summary: "Argo CD label tracking while Kyverno generates resources that copy labels",
 			Check:   checkLabelTrackingWithCopies},
+		{ID: RuleArgoInstallsKyverno, Severity: SeverityWarning,
+			Summary: "An Argo CD Application installs Kyverno's Helm chart with settings Kyverno's Argo CD notes warn against",
+			Check:   checkArgoInstallsKyverno},
 	}
 }
 
