@@ -32,6 +32,9 @@ const (
 
 func policyRules() []Rule {
 	return []Rule{
+		{ID: RuleKubewardenNotEvaluated, Severity: SeverityInfo,
+			Summary: "A Kubewarden policy whose PolicyServer webhook is not in the input: truce predicts without it",
+			Check:   checkKubewardenNotEvaluated},
 		{ID: RulePolicyWithoutBinding, Severity: SeverityWarning,
 			Summary: "A Validating- or MutatingAdmissionPolicy that no binding uses: it does nothing",
 			Check:   checkPolicyWithoutBinding},
