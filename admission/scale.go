@@ -115,7 +115,8 @@ func (c *Chain) AdmitScale(ctx context.Context, req ScaleRequest) (*Result, erro
 		if resource.CRD != nil {
 			return fail(apierrors.NewNotFound(resource.GVR.GroupResource(), req.Name))
 		}
-		return fail(apierrors.NewGenericServerResponse(http.StatusNotFound, verb, resource.GVR.GroupResource(), req.Name, "", 0, false))
+		return fail(&apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound,
+			Reason: metav1.StatusReasonNotFound, Message: "the server could not find the requested resource"}})
 	}
 	existing, ok := c.state.Get(req.GroupVersionKind.GroupKind(), namespace, req.Name)
 	if !ok {
