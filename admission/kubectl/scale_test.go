@@ -275,7 +275,7 @@ func TestScaleManagedFields(t *testing.T) {
 				if e.Manager != kubectl.ScaleManager || e.Subresource != "scale" || e.FieldsV1 == nil {
 					continue
 				}
-				found = strings.Contains(string(e.FieldsV1.Raw), `"`+tt.field+`"`) && strings.Contains(string(e.FieldsV1.Raw), `"f:spec"`)
+				found = strings.Contains(e.FieldsV1.GetRawString(), `"`+tt.field+`"`) && strings.Contains(e.FieldsV1.GetRawString(), `"f:spec"`)
 			}
 			if !found {
 				t.Errorf("no scale entry of %s owning spec.%s: %+v", kubectl.ScaleManager, strings.TrimPrefix(tt.field, "f:"), parent.GetManagedFields())
