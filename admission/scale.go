@@ -4,10 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"net/http"
+	"strconv"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -15,19 +19,24 @@ import (
 	k8sadmission "k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/audit"
 	"k8s.io/apiserver/pkg/registry/rest"
+	kubectlscale "k8s.io/kubectl/pkg/scale"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
-	"k8s.io/kubernetes/pkg/apis/apps"
 	"k8s.io/kubernetes/pkg/apis/autoscaling"
 	autoscalingvalidation "k8s.io/kubernetes/pkg/apis/autoscaling/validation"
-	deploymentstorage "k8s.io/kubernetes/pkg/registry/apps/deployment/storage"
+
+	"github.com/truce-dev/truce/schema"
 )
 
 // ScaleRequest is kubectl scale --replicas: a JSON merge patch of the
-// replicas of a Deployment's scale subresource.
+// replicas through the scale subresource or, with --current-replicas, a
+// GET of the Scale, kubectl's precondition check, and a PUT of it.
 type ScaleRequest struct {
 	GroupVersionKind k8sschema.GroupVersionKind
 	Namespace, Name  string
 	Replicas         int32
+	// CurrentReplicas is kubectl scale's --current-replicas; nil sends
+	// the merge patch without reading the Scale first.
+	CurrentReplicas *int32
 	// FieldManager is the manager the write is recorded as (kubectl
 	// scale sends none: the server records its user agent's prefix).
 	FieldManager string
@@ -37,19 +46,18 @@ type ScaleRequest struct {
 	Persist bool
 }
 
-var (
-	deploymentsResource = k8sschema.GroupResource{Group: "apps", Resource: "deployments"}
-	scaleKind           = autoscalingv1.SchemeGroupVersion.WithKind("Scale")
-)
+var scaleKind = autoscalingv1.SchemeGroupVersion.WithKind("Scale")
 
 // AdmitScale runs kubectl scale's request through the server's path for
-// it: authorization of the patch of deployments/scale, the patch handler
-// applying the merge patch to the current Scale (the Deployment seen
-// through the scale subresource, with its managedFields mapped by the
-// upstream ScaleHandler), mutating admission of the Scale, the Scale's
-// validation, the Deployment's registry strategy with the new replicas,
-// and validating admission of the Scale. The Result's Object is the Scale
-// the server answers with; the Deployment it would store goes to Commit.
+// it: authorization of the write of <resource>/scale, the handler applying
+// it to the current Scale (the parent seen through its registry's scale
+// subresource, managedFields mapped by the upstream ScaleHandler), mutating
+// admission of the Scale, the Scale's validation, the parent's registry
+// strategy with the new replicas, and validating admission of the Scale.
+// The kinds are the ones kube-apiserver serves a scale subresource for
+// (scaleTargetFor); any other is answered 404 as the server does. The
+// Result's Object is the Scale the server answers with; the parent it
+// would store goes to Commit.
 func (c *Chain) AdmitScale(ctx context.Context, req ScaleRequest) (*Result, error) {
 	if err := c.mirror.settle(ctx); err != nil {
 		return nil, err
@@ -57,9 +65,6 @@ func (c *Chain) AdmitScale(ctx context.Context, req ScaleRequest) (*Result, erro
 	resource, err := c.registry.ForKind(req.GroupVersionKind)
 	if err != nil {
 		return nil, err
-	}
-	if resource.CRD != nil || resource.GVR.GroupResource() != deploymentsResource {
-		return nil, fmt.Errorf("truce models the scale subresource of deployments.apps, not of %s", resource.GVR.GroupResource())
 	}
 	namespace := objectNamespace(resource, req.Namespace)
 	res := &Result{Operation: Update, APIVersion: scaleKind.GroupVersion().String(), Kind: scaleKind.Kind,
@@ -70,9 +75,15 @@ func (c *Chain) AdmitScale(ctx context.Context, req ScaleRequest) (*Result, erro
 		res.Code, res.Reason, res.Message, res.Details = status.Code, string(status.Reason), status.Message, status.Details
 		return res, nil
 	}
+	// kubectl scale patches the Scale; with a precondition it reads the
+	// Scale and puts it back (k8s.io/kubectl/pkg/scale ScaleSimple).
+	verb := "patch"
+	if req.CurrentReplicas != nil {
+		verb = "update"
+	}
 	userInfo := c.userInfo(Request{User: req.User, Groups: req.Groups})
 	rec := &recorder{}
-	ctx, warnings, err := requestScopeFor(ctx, rec, resource, "patch", "scale", namespace, req.Name, userInfo)
+	ctx, warnings, err := requestScopeFor(ctx, rec, resource, verb, "scale", namespace, req.Name, userInfo)
 	if err != nil {
 		return nil, err
 	}
@@ -83,10 +94,29 @@ func (c *Chain) AdmitScale(ctx context.Context, req ScaleRequest) (*Result, erro
 			res.AuditAnnotations = map[string]string{}
 		}
 	}()
-	if s := c.authorize(ctx, resource, "patch", "scale", namespace, req.Name, userInfo); s != nil {
+	forbidden := func(s *metav1.Status) (*Result, error) {
 		res.Allowed = false
 		res.Code, res.Reason, res.Message, res.Details = s.Code, string(s.Reason), s.Message, s.Details
 		return res, nil
+	}
+	// The first request kubectl sends: the GET with a precondition, the
+	// patch without.
+	firstVerb := verb
+	if req.CurrentReplicas != nil {
+		firstVerb = "get"
+	}
+	if s := c.authorize(ctx, resource, firstVerb, "scale", namespace, req.Name, userInfo); s != nil {
+		return forbidden(s)
+	}
+	target, ok := scaleTargetFor(resource)
+	if !ok {
+		// No route: built-ins fall through to the server's not-found
+		// handler, the CRD handler answers NotFound for the resource.
+		if resource.CRD != nil {
+			return fail(apierrors.NewNotFound(resource.GVR.GroupResource(), req.Name))
+		}
+		return fail(&apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound,
+			Reason: metav1.StatusReasonNotFound, Message: "the server could not find the requested resource"}})
 	}
 	existing, ok := c.state.Get(req.GroupVersionKind.GroupKind(), namespace, req.Name)
 	if !ok {
@@ -96,35 +126,60 @@ func (c *Chain) AdmitScale(ctx context.Context, req ScaleRequest) (*Result, erro
 	if err != nil {
 		return nil, err
 	}
-	decoded, err := cd.decode(ctx, existing, metav1.FieldValidationIgnore)
+	old, err := cd.decode(ctx, existing, metav1.FieldValidationIgnore)
 	if err != nil {
 		return nil, fmt.Errorf("decoding the stored object: %w", err)
 	}
-	old, ok := decoded.(*apps.Deployment)
-	if !ok {
-		return nil, fmt.Errorf("stored deployment decoded as %T", decoded)
+	oldMeta, err := meta.Accessor(old)
+	if err != nil {
+		return nil, err
 	}
-	if old.ResourceVersion == "" {
+	if oldMeta.GetResourceVersion() == "" {
 		// What a store would have (see checkResourceVersion).
-		old.ResourceVersion = "1"
+		oldMeta.SetResourceVersion("1")
 	}
 
-	// The scale subresource's update (scaleUpdatedObjectInfo).
-	mf := managedfields.NewScaleHandler(old.ManagedFields, resource.GVR.GroupVersion(), deploymentstorage.ReplicasPathMappings())
-	oldScale, err := scaleFromDeployment(old)
+	// The scale subresource's update (each registry's
+	// scaleUpdatedObjectInfo).
+	mf := managedfields.NewScaleHandler(oldMeta.GetManagedFields(), resource.GVR.GroupVersion(), target.mappings)
+	oldScale, found, err := target.toScale(old)
 	if err != nil {
 		return fail(apierrors.NewBadRequest(err.Error()))
+	}
+	if req.CurrentReplicas != nil {
+		if !found {
+			// The CR ScaleREST's Get.
+			return fail(apierrors.NewInternalError(fmt.Errorf("the spec replicas field %q does not exist", crSpecReplicasPath(resource))))
+		}
+		// kubectl's precondition, checked on the client against the Scale
+		// it read: nothing is sent.
+		if oldScale.Spec.Replicas != *req.CurrentReplicas {
+			return preconditionFailed(res, *req.CurrentReplicas, oldScale.Spec.Replicas), nil
+		}
+		if s := c.authorize(ctx, resource, verb, "scale", namespace, req.Name, userInfo); s != nil {
+			return forbidden(s)
+		}
+	}
+	if !found {
+		// The CR scale's signal that the replicas were not set before.
+		oldScale.Spec.Replicas = math.MinInt32
 	}
 	if oldScale.ManagedFields, err = mf.ToSubresource(); err != nil {
 		return nil, err
 	}
-	// The patch handler: kubectl scale's merge patch of the Scale in the
-	// request's version, the writer's fields recorded.
-	newScale, err := c.patchScale(ctx, oldScale, req.Replicas)
-	if err != nil {
+	var newScale *autoscaling.Scale
+	if req.CurrentReplicas != nil {
+		// The PUT of the Scale kubectl read (without managedFields: the
+		// GET answers none), the new replicas set.
+		newScale = oldScale.DeepCopy()
+		newScale.ManagedFields = nil
+		newScale.Spec.Replicas = req.Replicas
+	} else if newScale, err = c.patchScale(ctx, oldScale, req.Replicas); err != nil {
+		// The patch handler: kubectl scale's merge patch of the Scale in
+		// the request's version.
 		return fail(err)
 	}
-	fm, err := c.scaleFieldManager()
+	fm, err := c.scaleFieldManager(resource.GVR)
 	if err != nil {
 		return nil, err
 	}
@@ -137,6 +192,7 @@ func (c *Chain) AdmitScale(ctx context.Context, req ScaleRequest) (*Result, erro
 	if !req.Persist {
 		dryRun = []string{metav1.DryRunAll}
 	}
+	// The patch handler passes the patch's options as UpdateOptions.
 	options := &metav1.UpdateOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "UpdateOptions"}, DryRun: dryRun}
 	attrs := k8sadmission.NewAttributesRecord(newScale, oldScale, scaleKind, namespace, req.Name, resource.GVR, "scale",
 		k8sadmission.Update, options, !req.Persist, userInfo)
@@ -147,25 +203,40 @@ func (c *Chain) AdmitScale(ctx context.Context, req ScaleRequest) (*Result, erro
 	if !ok {
 		return fail(apierrors.NewBadRequest(fmt.Sprintf("expected input object type to be Scale, but %T", attrs.GetObject())))
 	}
-	if errs := autoscalingvalidation.ValidateScaleUpdate(ctx, newScale, oldScale, legacyscheme.Scheme, &deploymentstorage.ScaleREST{}); len(errs) > 0 {
-		return fail(apierrors.NewInvalid(autoscaling.Kind("Scale"), old.Name, errs))
+	if target.validator != nil {
+		if errs := autoscalingvalidation.ValidateScaleUpdate(ctx, newScale, oldScale, legacyscheme.Scheme, target.validator); len(errs) > 0 {
+			return fail(apierrors.NewInvalid(autoscaling.Kind("Scale"), req.Name, errs))
+		}
+	} else if newScale.Spec.Replicas == math.MinInt32 {
+		return fail(apierrors.NewBadRequest(fmt.Sprintf("the spec replicas field %q cannot be empty", crSpecReplicasPath(resource))))
 	}
-	updated := old.DeepCopy()
-	updated.Spec.Replicas = newScale.Spec.Replicas
-	updated.ResourceVersion = newScale.ResourceVersion
-	if updated.ManagedFields, err = mf.ToParent(newScale.ManagedFields); err != nil {
+	updated := old.DeepCopyObject()
+	if err := target.setReplicas(updated, newScale.Spec.Replicas); err != nil {
 		return nil, err
 	}
+	updatedMeta, err := meta.Accessor(updated)
+	if err != nil {
+		return nil, err
+	}
+	if newScale.ResourceVersion != "" {
+		updatedMeta.SetResourceVersion(newScale.ResourceVersion)
+	}
+	entries, err := mf.ToParent(newScale.ManagedFields)
+	if err != nil {
+		return nil, err
+	}
+	updatedMeta.SetManagedFields(entries)
 
-	// The Deployment store's update, its validation seen as Scales.
+	// The parent's store: its strategy (for custom resources the schema
+	// validation), validating admission seeing both sides as Scales.
 	if err := rest.BeforeUpdate(strategy, ctx, updated, old); err != nil {
 		return fail(err)
 	}
-	finalScale, err := scaleFromDeployment(updated)
+	finalScale, _, err := target.toScale(updated)
 	if err != nil {
 		return fail(err)
 	}
-	finalOld, err := scaleFromDeployment(old)
+	finalOld, _, err := target.toScale(old)
 	if err != nil {
 		return fail(err)
 	}
@@ -178,7 +249,7 @@ func (c *Chain) AdmitScale(ctx context.Context, req ScaleRequest) (*Result, erro
 	if err != nil {
 		return nil, err
 	}
-	answer, err := scaleFromDeployment(updated)
+	answer, _, err := target.toScale(updated)
 	if err != nil {
 		return fail(err)
 	}
@@ -190,6 +261,35 @@ func (c *Chain) AdmitScale(ctx context.Context, req ScaleRequest) (*Result, erro
 	res.Object = out.Object
 	res.Stored = stored.Object
 	return res, nil
+}
+
+// preconditionFailed is kubectl scale's answer when --current-replicas
+// does not match: the error k8s.io/kubectl/pkg/scale returns, which
+// kubectl prints; no request is made, so there is no HTTP status.
+func preconditionFailed(res *Result, expected, actual int32) *Result {
+	err := kubectlscale.PreconditionError{Precondition: "replicas",
+		ExpectedValue: strconv.Itoa(int(expected)), ActualValue: strconv.Itoa(int(actual))}
+	res.Allowed = false
+	res.Reason = PreconditionFailedReason
+	res.Message = err.Error()
+	res.Notes = append(res.Notes, "kubectl checks --current-replicas itself against the Scale it reads and sends no write")
+	return res
+}
+
+// PreconditionFailedReason is a Result's Reason when kubectl refused the
+// write itself (kubectl scale --current-replicas not matching).
+const PreconditionFailedReason = "KubectlPrecondition"
+
+func crSpecReplicasPath(r *schema.Resource) string {
+	if r.CRD == nil {
+		return ""
+	}
+	for _, v := range r.CRD.Spec.Versions {
+		if v.Name == r.GVR.Version && v.Subresources != nil && v.Subresources.Scale != nil {
+			return v.Subresources.Scale.SpecReplicasPath
+		}
+	}
+	return ""
 }
 
 // patchScale applies kubectl scale's merge patch to the current Scale as
@@ -221,41 +321,31 @@ func (c *Chain) patchScale(ctx context.Context, current *autoscaling.Scale, repl
 	return scale, nil
 }
 
-// scaleFieldManager is the patch handler's field manager for the Scale of
-// deployments/scale.
-func (c *Chain) scaleFieldManager() (*managedfields.FieldManager, error) {
+// scaleFieldManager is the handlers' field manager for the Scale of a
+// scale subresource. Its type information comes from the parent's group
+// version: kube-apiserver's OpenAPI documents hold autoscaling/v1 Scale
+// where a scale subresource answers it (the autoscaling/v1 document has
+// none), as does a CRD's with a scale subresource. truce builds it with
+// the internal scheme for custom resources too, whose CRD handler builds it
+// with the CR's converters; the Scale's fields are the same.
+func (c *Chain) scaleFieldManager(parent k8sschema.GroupVersionResource) (*managedfields.FieldManager, error) {
 	c.fmMu.Lock()
 	defer c.fmMu.Unlock()
-	key := k8sschema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments/scale"}
+	key := parent
+	key.Resource += "/scale"
 	if fm, ok := c.fieldManagers[key]; ok {
 		return fm, nil
 	}
-	tc, err := c.registry.TypeConverter(scaleKind.GroupVersion())
+	tc, err := c.registry.TypeConverter(parent.GroupVersion())
 	if err != nil {
-		return nil, fmt.Errorf("type information for %s: %w", scaleKind.GroupVersion(), err)
+		return nil, fmt.Errorf("type information for %s: %w", parent.GroupVersion(), err)
 	}
 	s := legacyscheme.Scheme
 	hub := k8sschema.GroupVersion{Group: "autoscaling", Version: runtime.APIVersionInternal}
 	fm, err := managedfields.NewDefaultFieldManager(tc, runtime.UnsafeObjectConvertor(s), s, s, scaleKind, hub, "scale", nil)
 	if err != nil {
-		return nil, fmt.Errorf("field manager for deployments/scale: %w", err)
+		return nil, fmt.Errorf("field manager for %s: %w", key, err)
 	}
 	c.fieldManagers[key] = fm
 	return fm, nil
-}
-
-// scaleFromDeployment is the Deployment registry's view of a Deployment
-// through its scale subresource (k8s.io/kubernetes/pkg/registry/apps/
-// deployment/storage, unexported there).
-func scaleFromDeployment(d *apps.Deployment) (*autoscaling.Scale, error) {
-	selector, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
-	if err != nil {
-		return nil, err
-	}
-	return &autoscaling.Scale{
-		ObjectMeta: metav1.ObjectMeta{Name: d.Name, Namespace: d.Namespace, UID: d.UID,
-			ResourceVersion: d.ResourceVersion, CreationTimestamp: d.CreationTimestamp},
-		Spec:   autoscaling.ScaleSpec{Replicas: d.Spec.Replicas},
-		Status: autoscaling.ScaleStatus{Replicas: d.Status.Replicas, Selector: selector.String()},
-	}, nil
 }

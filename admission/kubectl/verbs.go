@@ -49,8 +49,10 @@ type Options struct {
 	// PatchType and Patch are kubectl patch's --type and --patch.
 	PatchType types.PatchType
 	Patch     []byte
-	// Replicas is kubectl scale's --replicas.
-	Replicas int32
+	// Replicas is kubectl scale's --replicas, CurrentReplicas its
+	// --current-replicas (nil: no precondition).
+	Replicas        int32
+	CurrentReplicas *int32
 	// Cascade is kubectl delete's --cascade as a propagation policy;
 	// empty is kubectl's default, background.
 	Cascade metav1.DeletionPropagation
@@ -117,7 +119,7 @@ func Admit(ctx context.Context, chain *admission.Chain, source string, obj *unst
 			manager = ScaleManager
 		}
 		res, err := chain.AdmitScale(ctx, admission.ScaleRequest{GroupVersionKind: obj.GroupVersionKind(),
-			Namespace: obj.GetNamespace(), Name: obj.GetName(), Replicas: o.Replicas, FieldManager: manager,
+			Namespace: obj.GetNamespace(), Name: obj.GetName(), Replicas: o.Replicas, CurrentReplicas: o.CurrentReplicas, FieldManager: manager,
 			User: o.User, Groups: o.Groups, Persist: o.Persist})
 		if res != nil {
 			res.Source = source

@@ -20,8 +20,13 @@ func objects(t testing.TB, doc string) []*unstructured.Unstructured {
 		if strings.TrimSpace(d) == "" {
 			continue
 		}
+		// Through JSON, as manifests are read: integers stay int64.
+		data, err := yaml.YAMLToJSON([]byte(d))
+		if err != nil {
+			t.Fatalf("%v\n%s", err, d)
+		}
 		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(d), &u.Object); err != nil {
+		if err := u.UnmarshalJSON(data); err != nil {
 			t.Fatalf("%v\n%s", err, d)
 		}
 		out = append(out, u)

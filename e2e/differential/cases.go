@@ -100,8 +100,11 @@ type Spec struct {
 	// Patch and PatchType are kubectl patch's -p and --type.
 	Patch     string `json:"patch,omitempty"`
 	PatchType string `json:"patchType,omitempty"`
-	// Replicas is kubectl scale's --replicas.
-	Replicas int32 `json:"replicas,omitempty"`
+	// Replicas is kubectl scale's --replicas, CurrentReplicas its
+	// --current-replicas (a precondition kubectl checks itself against
+	// the Scale it reads before it PUTs it back).
+	Replicas        int32  `json:"replicas,omitempty"`
+	CurrentReplicas *int32 `json:"currentReplicas,omitempty"`
 	// Container and Command are kubectl exec's.
 	Container string   `json:"container,omitempty"`
 	Command   []string `json:"command,omitempty"`

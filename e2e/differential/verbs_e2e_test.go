@@ -4,13 +4,17 @@ package differential
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	kubectlscale "k8s.io/kubectl/pkg/scale"
 	"sigs.k8s.io/yaml"
 
 	"github.com/truce-dev/truce/admission"
@@ -46,7 +50,11 @@ func verbArgs(c *Case) []string {
 	case "delete":
 		return []string{"-f", WriteFile, "--delete"}
 	case "scale":
-		return []string{"-f", WriteFile, "--scale", strconv.Itoa(int(c.Spec.Replicas))}
+		args := []string{"-f", WriteFile, "--scale", strconv.Itoa(int(c.Spec.Replicas))}
+		if c.Spec.CurrentReplicas != nil {
+			args = append(args, "--current-replicas", strconv.Itoa(int(*c.Spec.CurrentReplicas)))
+		}
+		return args
 	}
 	return nil
 }
@@ -114,6 +122,9 @@ func serverVerb(ctx context.Context, srv *apiserver.Server, c *Case) (*apiserver
 	case "delete":
 		return srv.DryRunDelete(ctx, w, metav1.DeletePropagationBackground, user, groups)
 	case "scale":
+		if c.Spec.CurrentReplicas != nil {
+			return scaleWithPrecondition(ctx, srv, c)
+		}
 		// kubectl scale sends no field manager; the harness's user agent
 		// would be recorded, so the case names kubectl's.
 		patch := fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, c.Spec.Replicas)
@@ -138,4 +149,49 @@ func serverVerb(ctx context.Context, srv *apiserver.Server, c *Case) (*apiserver
 		return res, err
 	}
 	return nil, fmt.Errorf("unknown verb %q", c.Spec.Verb)
+}
+
+// scaleWithPrecondition is kubectl scale --current-replicas (k8s.io/kubectl/
+// pkg/scale ScaleSimple): GET the Scale, check the precondition on the
+// client (a mismatch is kubectl's error, no write is sent), then PUT the
+// Scale with the new replicas as a dry run. Only as the cluster admin.
+func scaleWithPrecondition(ctx context.Context, srv *apiserver.Server, c *Case) (*apiserver.DryRunResult, error) {
+	if c.Spec.User != "" {
+		return nil, fmt.Errorf("currentReplicas cases are run as the cluster admin")
+	}
+	w := c.Write.Object
+	mapping, err := srv.ResourceFor(ctx, w.GroupVersionKind())
+	if err != nil {
+		return nil, err
+	}
+	ri := srv.Dynamic().Resource(mapping.Resource).Namespace(w.GetNamespace())
+	status := func(err error) (*apiserver.DryRunResult, error) {
+		var se *apierrors.StatusError
+		if !errors.As(err, &se) {
+			return nil, err
+		}
+		return &apiserver.DryRunResult{Operation: apiserver.Update, Status: se}, nil
+	}
+	current, err := ri.Get(ctx, w.GetName(), metav1.GetOptions{}, "scale")
+	if err != nil {
+		return status(err)
+	}
+	replicas, _, err := unstructured.NestedInt64(current.Object, "spec", "replicas")
+	if err != nil {
+		return nil, err
+	}
+	if int32(replicas) != *c.Spec.CurrentReplicas {
+		perr := kubectlscale.PreconditionError{Precondition: "replicas",
+			ExpectedValue: strconv.Itoa(int(*c.Spec.CurrentReplicas)), ActualValue: strconv.Itoa(int(replicas))}
+		return &apiserver.DryRunResult{Operation: apiserver.Update, Status: &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status: metav1.StatusFailure, Reason: admission.PreconditionFailedReason, Message: perr.Error()}}}, nil
+	}
+	if err := unstructured.SetNestedField(current.Object, int64(c.Spec.Replicas), "spec", "replicas"); err != nil {
+		return nil, err
+	}
+	out, err := ri.Update(ctx, current, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: kubectl.ScaleManager}, "scale")
+	if err != nil {
+		return status(err)
+	}
+	return &apiserver.DryRunResult{Operation: apiserver.Update, Object: out}, nil
 }

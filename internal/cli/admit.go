@@ -45,7 +45,7 @@ type admitOptions struct {
 	// The verb: kubectl apply unless one of these is set.
 	serverSide, forceConflicts, replace, delete bool
 	cascade                                     string
-	scale                                       int32
+	scale, currentReplicas                      int32
 	exec, attach, namespace, container          string
 	stdin, tty                                  bool
 	patch, patchType                            string
@@ -94,6 +94,7 @@ func (o *admitOptions) verb(cmd *cobra.Command) (kubectl.Options, error) {
 	}{
 		{"force-conflicts", []kubectl.Verb{kubectl.ServerSideApply}},
 		{"cascade", []kubectl.Verb{kubectl.Delete}},
+		{"current-replicas", []kubectl.Verb{kubectl.Scale}},
 		{"type", []kubectl.Verb{kubectl.PatchVerb}},
 		{"container", []kubectl.Verb{kubectl.Exec, kubectl.Attach}},
 		{"namespace", []kubectl.Verb{kubectl.Exec, kubectl.Attach}},
@@ -126,6 +127,13 @@ func (o *admitOptions) verb(cmd *cobra.Command) (kubectl.Options, error) {
 			return k, fmt.Errorf("--scale %d: the replicas must not be negative", o.scale)
 		}
 		k.Replicas = o.scale
+		switch {
+		case o.currentReplicas < -1:
+			return k, fmt.Errorf("--current-replicas %d: give -1 (no precondition) or the replicas the object must have", o.currentReplicas)
+		case o.currentReplicas >= 0:
+			current := o.currentReplicas
+			k.CurrentReplicas = &current
+		}
 	case kubectl.PatchVerb:
 		pt, err := admission.ParsePatchType(o.patchType)
 		if err != nil {
@@ -180,7 +188,10 @@ kubectl sends for its command:
   --replace        kubectl create, or kubectl replace (a PUT of the whole object)
   --patch P        kubectl patch -p P --type strategic|merge|json
   --delete         kubectl delete (--cascade)
-  --scale N        kubectl scale --replicas N: the scale subresource
+  --scale N        kubectl scale --replicas N: the scale subresource of a
+                   Deployment, ReplicaSet, StatefulSet, ReplicationController
+                   or custom resource whose CRD declares one
+                   (--current-replicas)
   --exec POD -- CMD, --attach POD
                    kubectl exec and kubectl attach: a CONNECT (--namespace,
                    --container, -i, -t)
@@ -246,6 +257,7 @@ Exit status: 0 when every write is admitted, 1 when any is denied, 2 on error.`,
 	f.BoolVar(&o.delete, "delete", false, "delete the objects of -f, as kubectl delete")
 	f.StringVar(&o.cascade, "cascade", "background", "with --delete: the propagation policy, background, foreground or orphan")
 	f.Int32Var(&o.scale, "scale", 0, "scale the objects of -f to this many replicas through their scale subresource, as kubectl scale --replicas")
+	f.Int32Var(&o.currentReplicas, "current-replicas", -1, "with --scale: scale only if the object has this many replicas now, as kubectl scale --current-replicas (-1: no precondition)")
 	f.StringVar(&o.patch, "patch", "", "patch the objects of -f with this patch (JSON or YAML), as kubectl patch -p")
 	f.StringVar(&o.patchType, "type", "strategic", "with --patch: strategic, merge or json")
 	f.StringVar(&o.exec, "exec", "", "CONNECT to this pod's exec subresource with the command after --, as kubectl exec")

@@ -207,6 +207,8 @@ func TestAdmitVerbFlags(t *testing.T) {
 		{"unknown patch type", append(f, "--patch", "{}", "--type", "xml"), `unknown patch type "xml"`},
 		{"bad cascade", append(f, "--delete", "--cascade", "sideways"), `unknown --cascade "sideways"`},
 		{"negative scale", append(f, "--scale", "-1"), "must not be negative"},
+		{"current replicas without scale", append(f, "--current-replicas", "2"), "--current-replicas needs --scale"},
+		{"current replicas below -1", append(f, "--scale", "1", "--current-replicas", "-2"), "--current-replicas -2: give -1"},
 		{"exec without command", []string{"admit", "--exec", "p"}, "--exec needs the command after --"},
 		{"exec with -f", append(f, "--exec", "p", "--", "sh"), "-f is not used"},
 		{"command without exec", append(f, "--", "sh"), "a command after -- needs --exec"},
