@@ -24,6 +24,7 @@ func TestProgressOnTerminal(t *testing.T) {
 		{name: "check", args: []string{"check", "../../examples/image-mirror"}, want: "truce: simulating", wantOut: "Loop"},
 		{name: "check json", args: []string{"check", "--format", "json", "../../examples/image-mirror"}, want: "truce: simulating", wantOut: `"verdict": "Loop"`},
 		{name: "diff", args: []string{"diff", "../../examples/image-mirror/app", "-c", "../../examples/image-mirror/cluster", "--strategy", "predicted"}, want: "truce: comparing", wantOut: "drifted"},
+		{name: "fix --dry-run", args: []string{"fix", "--dry-run", "../../examples/image-mirror"}, want: "truce: verifying fixes", wantOut: "+++ ../../examples/image-mirror/app/web.yaml"},
 		{name: "lint", args: []string{"lint", "../../examples/image-mirror"}, want: "truce: linting"},
 		{name: "check --quiet", args: []string{"check", "-q", "../../examples/image-mirror"}, wantOut: "Loop"},
 	}
