@@ -234,6 +234,7 @@ func loadCheckRequest(ctx context.Context, cmd *cobra.Command, cf *clusterFlags,
 			return check.Request{}, err
 		}
 	}
+	aopts.Engines = engines(clusterObjs, repoObjs)
 	return check.Request{
 		Input:   check.Input{Repository: repoObjs, Cluster: clusterObjs},
 		Sources: check.Sources{Repository: args, Cluster: cf.cluster, Live: live},

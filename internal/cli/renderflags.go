@@ -151,10 +151,12 @@ func loadCheckRequests(ctx context.Context, cmd *cobra.Command, ws *check.Worksp
 			}
 		}
 		src := check.Sources{Repository: args, Cluster: cf.cluster, Live: live}
+		admOpts := aopts
+		admOpts.Engines = engines(cl, w.Objects)
 		req := check.Request{
 			Input:   check.WorldInput(w, cl),
 			Sources: src,
-			Options: check.Options{Admission: aopts},
+			Options: check.Options{Admission: admOpts},
 		}
 		if w.Followed() {
 			req.Load = check.WorldLoader(ws, args, i, wopts, src, cl)

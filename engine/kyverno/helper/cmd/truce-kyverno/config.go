@@ -1,0 +1,50 @@
+package main
+
+import (
+	_ "embed"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/kyverno/kyverno/pkg/config"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/yaml"
+)
+
+// kyvernoConfigMap is the ConfigMap "kyverno" of Kyverno v1.19.1's Helm
+// chart rendered with its default values (resource filters, webhook
+// namespace selector, exclusions). Regenerate with go generate in
+// engine/kyverno.
+//
+//go:embed kyverno-config.yaml
+var kyvernoConfigMap []byte
+
+// defaultConfiguration is Kyverno's configuration in a default install.
+func defaultConfiguration() (config.Configuration, error) {
+	var cm corev1.ConfigMap
+	if err := yaml.Unmarshal(kyvernoConfigMap, &cm); err != nil {
+		return nil, fmt.Errorf("decoding Kyverno's default ConfigMap: %w", err)
+	}
+	c := config.NewDefaultConfiguration(false)
+	c.Load(&cm)
+	return c, nil
+}
+
+// quietLogs sends Kyverno's klog output to standard error only when
+// TRUCE_KYVERNO_LOG is set: truce reads this process's standard output.
+func quietLogs() {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("logtostderr", "true")
+	if os.Getenv("TRUCE_KYVERNO_LOG") == "" {
+		_ = fs.Set("v", "0")
+		klog.SetOutput(discard{})
+		_ = fs.Set("logtostderr", "false")
+		_ = fs.Set("stderrthreshold", "FATAL")
+	}
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"sort"
+	"strings"
+	"testing"
+)
+
+func TestServe(t *testing.T) {
+	in := strings.Join([]string{
+		`{"v":1,"id":1,"op":"hello"}`,
+		`{"v":1,"id":2,"op":"review","review":{"set":"missing","path":"/mutate","review":{}}}`,
+		`{"v":9,"id":3,"op":"hello"}`,
+		`not json`,
+	}, "\n") + "\n"
+	var out bytes.Buffer
+	if err := serve(context.Background(), strings.NewReader(in), &out); err != nil {
+		t.Fatal(err)
+	}
+	var got []Response
+	dec := json.NewDecoder(&out)
+	for dec.More() {
+		var r Response
+		if err := dec.Decode(&r); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r)
+	}
+	sort.Slice(got, func(i, j int) bool { return got[i].ID < got[j].ID })
+	if len(got) != 4 {
+		t.Fatalf("%d responses, want 4: %+v", len(got), got)
+	}
+	if got[0].ID != 0 || !strings.Contains(got[0].Error, "decoding a request") {
+		t.Errorf("not JSON: %+v", got[0])
+	}
+	if got[1].Kyverno != "v1.19.1" && got[1].Kyverno != "unknown" {
+		t.Errorf("hello: %+v", got[1])
+	}
+	if !strings.Contains(got[2].Error, `no policy set "missing"`) {
+		t.Errorf("review of a missing set: %+v", got[2])
+	}
+	if !strings.Contains(got[3].Error, "protocol version 9") {
+		t.Errorf("other version: %+v", got[3])
+	}
+}
