@@ -141,10 +141,10 @@ func TestAdmission(t *testing.T) {
 		{name: "mutate adds the label", object: deployment("apps"), allowed: true,
 			labels: map[string]any{"team": "platform"}, changeBy: "webhook mutate.kyverno.svc-fail"},
 		{name: "resource filter skips kube-system", object: deployment("kube-system"), allowed: true, noLabelKey: "team"},
-		{name: "enforce denies", object: configMap("c", "x: y"), allowed: false,
+		{name: "enforce denies", object: configMap("c", "k: v"), allowed: false,
 			message: "the label app is required"},
 		{name: "enforce allows", object: configMap("c", "app: a"), allowed: true},
-		{name: "exception lets through", object: configMap("legacy-1", "x: y"), allowed: true},
+		{name: "exception lets through", object: configMap("legacy-1", "k: v"), allowed: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -24,6 +24,10 @@ const HelperName = "truce-kyverno"
 // executable nor on PATH.
 const HelperEnv = "TRUCE_KYVERNO"
 
+// LogEnv, set to anything, makes the helper log Kyverno's messages (and
+// the stacks of Kyverno's panics) to truce's standard error.
+const LogEnv = "TRUCE_KYVERNO_LOG"
+
 // protocolVersion must match the helper's ProtocolVersion.
 const protocolVersion = 1
 
@@ -106,6 +110,10 @@ func startHelper(path string) (*helper, error) {
 	// Close kills it.
 	h.cmd = exec.Command(path) //nolint:gosec // the path is the helper's, found by FindHelper
 	h.cmd.Stderr = &lockedWriter{mu: &h.mu, w: &h.stderr}
+	if os.Getenv(LogEnv) != "" {
+		// Kyverno's logs, asked for: to truce's standard error as well.
+		h.cmd.Stderr = io.MultiWriter(os.Stderr, h.cmd.Stderr)
+	}
 	stdin, err := h.cmd.StdinPipe()
 	if err != nil {
 		return nil, err

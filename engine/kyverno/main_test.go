@@ -2,6 +2,7 @@ package kyverno_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,6 +22,7 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	flag.Parse()
 	dir, err := os.MkdirTemp("", "truce-kyverno-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	_ "embed"
 	"flag"
 	"fmt"
 	"os"
 
+	"github.com/kyverno/kyverno/pkg/breaker"
 	"github.com/kyverno/kyverno/pkg/config"
+	reportutils "github.com/kyverno/kyverno/pkg/utils/report"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
@@ -29,6 +32,15 @@ func defaultConfiguration() (config.Configuration, error) {
 	c := config.NewDefaultConfiguration(false)
 	c.Load(&cm)
 	return c, nil
+}
+
+// setupGlobals sets what Kyverno's main sets up before its handlers run:
+// the reporting configuration its handlers consult and the reports
+// breaker, open as with admission reports disabled (truce writes no
+// reports).
+func setupGlobals() {
+	_ = reportutils.NewReportingConfig([]string{"pass", "fail", "warn", "error", "skip"}, "validate", "mutate", "mutateExisting", "generate", "imageVerify")
+	breaker.SetReportsBreaker(breaker.NewBreaker("admission reports", func(context.Context) bool { return true }))
 }
 
 // quietLogs sends Kyverno's klog output to standard error only when

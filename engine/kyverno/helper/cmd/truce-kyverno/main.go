@@ -27,6 +27,7 @@ func main() {
 // (a review can wait on nothing but Kyverno), responses written whole, one
 // a line.
 func serve(ctx context.Context, in io.Reader, out io.Writer) error {
+	setupOnce.Do(setupGlobals)
 	sets := newSets()
 	defer sets.closeAll()
 	var mu sync.Mutex
@@ -60,6 +61,8 @@ func serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	return sc.Err()
 }
 
+var setupOnce sync.Once
+
 func handle(ctx context.Context, sets *sets, req *Request) (resp *Response) {
 	resp = &Response{V: ProtocolVersion, ID: req.ID}
 	defer func() {
@@ -67,6 +70,9 @@ func handle(ctx context.Context, sets *sets, req *Request) (resp *Response) {
 		// others: the request fails, naming the panic.
 		if p := recover(); p != nil {
 			resp = &Response{V: ProtocolVersion, ID: req.ID, Error: fmt.Sprintf("kyverno panicked: %v", p)}
+			if os.Getenv("TRUCE_KYVERNO_LOG") != "" {
+				fmt.Fprintf(os.Stderr, "%s\n", debug.Stack())
+			}
 		}
 	}()
 	switch req.Op {
