@@ -16,8 +16,11 @@ LDFLAGS := -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).commit=$(COMMI
 
 test: lint unit e2e
 
+# truce and its Kyverno helper (a module of its own: Kyverno builds on an
+# older Kubernetes), side by side: truce finds the helper next to itself.
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/truce ./cmd/truce
+	cd engine/kyverno/helper && $(GO) build -o $(CURDIR)/bin/truce-kyverno ./cmd/truce-kyverno
 
 # The image, without a Docker daemon or a base image to download:
 # linux/amd64 and linux/arm64 static binaries on an empty base, user 65532.
@@ -39,11 +42,13 @@ test-release:
 
 unit:
 	$(GO) test -count=1 ./...
+	cd engine/kyverno/helper && $(GO) test -count=1 ./...
 
 lint: $(TOOLS)/staticcheck
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./e2e/...
+	cd engine/kyverno/helper && $(GO) vet ./... && $(TOOLS)/staticcheck ./...
 	$(TOOLS)/staticcheck ./...
 	$(TOOLS)/staticcheck -tags e2e ./e2e/...
 
@@ -62,4 +67,4 @@ bench:
 	$(GO) test -run '^$$' -bench 'Decode' -benchmem ./manifest/
 
 generate:
-	$(GO) generate ./schema ./schema/toolkit
+	$(GO) generate ./schema ./schema/toolkit ./engine/kyverno

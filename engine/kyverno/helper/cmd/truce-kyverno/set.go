@@ -39,11 +39,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	fakediscovery "k8s.io/client-go/discovery/fake"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
-	fakediscovery "k8s.io/client-go/discovery/fake"
 	rbacv1listers "k8s.io/client-go/listers/rbac/v1"
 )
 
@@ -330,4 +330,3 @@ func newMux(configuration config.Configuration, rh webhooks.ResourceHandlers, rb
 	register(config.ValidatingWebhookServicePath, rh.Validation, false)
 	return mux
 }
-
