@@ -217,6 +217,14 @@ func (h *helper) call(ctx context.Context, req *request) (*response, error) {
 	h.wmu.Unlock()
 	if err != nil {
 		h.forget(req.ID)
+		// A helper that died says why better than the broken pipe.
+		select {
+		case <-h.exited:
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			return nil, h.dead
+		case <-ctx.Done():
+		}
 		return nil, fmt.Errorf("writing to the Kyverno helper %s: %w", h.path, err)
 	}
 	select {
