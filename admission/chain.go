@@ -66,6 +66,11 @@ type Options struct {
 	// given the same cache, so that a policy is compiled once per process
 	// run instead of once per chain. Results do not change.
 	Cache *Cache
+	// NoMemo makes the chain admit every write afresh instead of
+	// answering a write it admitted before against the same state with
+	// the result it remembered (memo.go); results do not change. Tests
+	// compare both.
+	NoMemo bool
 }
 
 // Chain is kube-apiserver's write path for one cluster configuration:
@@ -100,6 +105,8 @@ type Chain struct {
 	namespaces listersv1.NamespaceLister
 	// mirror keeps the plugins' clients equal to the state after commits.
 	mirror *mirror
+	// memo remembers results of writes admitted against the same state.
+	memo *memo
 }
 
 // NewChain compiles the admission configuration in state. The chain keeps
@@ -145,6 +152,7 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 		registry: reg,
 		state:    state,
 		services: services,
+		memo:     newMemo(state, names, opts),
 
 		customResources: map[k8sschema.GroupVersionResource]*customResource{},
 		fieldManagers:   map[k8sschema.GroupVersionResource]*managedfields.FieldManager{},
@@ -266,13 +274,13 @@ func (c *Chain) Registry() *schema.Registry { return c.registry }
 
 // Admit runs one write through the chain. An error is returned only when
 // the write cannot be evaluated at all; rejections are results.
-func (c *Chain) Admit(ctx context.Context, req Request) (*Result, error) {
+func (c *Chain) Admit(ctx context.Context, req Request) (res *Result, err error) {
 	if err := c.mirror.settle(ctx); err != nil {
 		return nil, err
 	}
 	in := req.Object
 	gvk := in.GroupVersionKind()
-	res := &Result{
+	res = &Result{
 		Source:     req.Source,
 		APIVersion: in.GetAPIVersion(),
 		Kind:       in.GetKind(),
@@ -292,24 +300,47 @@ func (c *Chain) Admit(ctx context.Context, req Request) (*Result, error) {
 	}
 
 	existing, exists := c.stored(resource, in)
+	var prior *unstructured.Unstructured
+	if exists {
+		prior = existing
+	}
+	key, remember := c.memo.key(req, gvk.GroupKind(), prior)
+	if remember {
+		if r, ok := c.memo.get(key, req.Source); ok {
+			return r, nil
+		}
+		defer func() {
+			if err == nil {
+				c.memo.put(key, res)
+			}
+		}()
+	}
 	op := k8sadmission.Create
 	res.Operation = Create
-	if exists {
+	if exists || req.PatchType != "" {
+		// A patch (other than apply) only updates: of a missing object it
+		// is a 404 before admission.
 		op = k8sadmission.Update
 		res.Operation = Update
 	}
 
 	rec := &recorder{}
 	userInfo := c.userInfo(req)
-	ctx, warnings, err := requestScope(ctx, rec, resource, op, namespace, in.GetName(), userInfo)
+	verb := verbFor(op)
+	if req.Apply || req.PatchType != "" {
+		// Every PATCH is authorized as one, whatever it turns into.
+		verb = "patch"
+	}
+	ctx, warnings, err := requestScope(ctx, rec, resource, verb, namespace, in.GetName(), userInfo)
 	if err != nil {
 		return nil, err
 	}
 
 	stored, status := c.write(ctx, writeRequest{
-		resource: resource, in: in, existing: existing, op: op, namespace: namespace,
+		resource: resource, in: in, existing: existing, op: op, verb: verb, namespace: namespace,
 		userInfo: userInfo, rec: rec, fieldValidation: c.opts.FieldValidation,
 		fieldManager: req.FieldManager, apply: req.Apply, force: req.Force, dryRun: !req.Persist,
+		patchType: req.PatchType, patch: req.Patch,
 	})
 	res.Warnings = append(res.Warnings, warnings.list()...)
 	rec.annotations = audit.AuditContextFrom(ctx).GetEventAnnotations()
@@ -317,7 +348,7 @@ func (c *Chain) Admit(ctx context.Context, req Request) (*Result, error) {
 	if res.AuditAnnotations == nil {
 		res.AuditAnnotations = map[string]string{}
 	}
-	res.Unpredictable = webhookNames(c.state, rec.unpredictable)
+	res.Unpredictable = append(webhookNames(c.state, rec.unpredictable), engineUnpredictable(res.AuditAnnotations)...)
 	if status != nil {
 		res.Allowed = false
 		res.Code = status.Code
@@ -369,12 +400,18 @@ func (c *Chain) Commit(r *Result) (reconfigure bool, err error) {
 		return false, nil
 	}
 	u := &unstructured.Unstructured{Object: r.Object}
+	if r.Stored != nil {
+		u = &unstructured.Unstructured{Object: r.Stored}
+	}
 	gvk := u.GroupVersionKind()
 	prev, _ := c.state.Get(gvk.GroupKind(), u.GetNamespace(), u.GetName())
 	isNamespace := gvk.GroupKind() == namespaceKind
 	_, hadAccount := c.state.Get(serviceAccountKind, u.GetName(), "default")
 	if err := c.state.Put(u); err != nil {
 		return false, err
+	}
+	if !c.inert(gvk) {
+		c.memo.advance()
 	}
 	if c.rebuilds(gvk) || c.mirror.full() {
 		return true, nil
@@ -412,6 +449,7 @@ func (c *Chain) Remove(gk k8sschema.GroupKind, namespace, name string) (reconfig
 		return false, nil
 	}
 	c.state.Delete(gk, namespace, name)
+	c.memo.advance()
 	if configurationKinds.Has(gk.Kind) || gk == serviceKind || c.state.isParamKind(o.GroupVersionKind()) || c.configuresEngine(gk) || c.mirror.full() {
 		return true, nil
 	}
@@ -419,6 +457,16 @@ func (c *Chain) Remove(gk k8sschema.GroupKind, namespace, name string) (reconfig
 		return true, nil
 	}
 	return false, nil
+}
+
+// inert reports whether admission never reads objects of gvk other than
+// the one a write replaces: no plugin holds them in an informer, no policy
+// takes them as params, and they configure nothing. Writes of inert
+// objects commute with every write of another object.
+func (c *Chain) inert(gvk k8sschema.GroupVersionKind) bool {
+	gk := gvk.GroupKind()
+	return !c.rebuilds(gvk) && !configurationKinds.Has(gvk.Kind) && !mirroredKinds.Has(gk) &&
+		gk != serviceKind && !c.mirror.watched(gvk)
 }
 
 // rebuilds reports whether a write of gvk changes what the chain compiled
@@ -465,18 +513,19 @@ func (c *Chain) userInfo(req Request) user.Info {
 
 // authorize answers like the server's authorization filter: 403 before any
 // admission runs.
-func (c *Chain) authorize(ctx context.Context, resource *schema.Resource, op k8sadmission.Operation, namespace, name string, u user.Info) *metav1.Status {
+func (c *Chain) authorize(ctx context.Context, resource *schema.Resource, verb, subresource, namespace, name string, u user.Info) *metav1.Status {
 	attrs := authorizer.AttributesRecord{
 		User:            u,
-		Verb:            verbFor(op),
+		Verb:            verb,
 		Namespace:       namespace,
 		APIGroup:        resource.GVR.Group,
 		APIVersion:      resource.GVR.Version,
 		Resource:        resource.GVR.Resource,
+		Subresource:     subresource,
 		Name:            name,
 		ResourceRequest: true,
 	}
-	if op == k8sadmission.Create {
+	if verb == "create" && subresource == "" {
 		// The name of a create is not part of its URL.
 		attrs.Name = ""
 	}
@@ -600,7 +649,13 @@ func objectNamespace(r *schema.Resource, namespace string) string {
 // requestScope is what the server's filters put around one request: a
 // warning recorder, an audit context recording every annotation whatever
 // its level, truce's step recorder, and the request info.
-func requestScope(ctx context.Context, rec *recorder, r *schema.Resource, op k8sadmission.Operation, namespace, name string, u user.Info) (context.Context, *warningRecorder, error) {
+func requestScope(ctx context.Context, rec *recorder, r *schema.Resource, verb, namespace, name string, u user.Info) (context.Context, *warningRecorder, error) {
+	return requestScopeFor(ctx, rec, r, verb, "", namespace, name, u)
+}
+
+// requestScopeFor is requestScope for a request of verb, on a subresource
+// when it is not empty.
+func requestScopeFor(ctx context.Context, rec *recorder, r *schema.Resource, verb, subresource, namespace, name string, u user.Info) (context.Context, *warningRecorder, error) {
 	warnings := &warningRecorder{}
 	ctx = warning.WithWarningRecorder(ctx, warnings)
 	ctx = audit.WithAuditContext(ctx)
@@ -608,10 +663,14 @@ func requestScope(ctx context.Context, rec *recorder, r *schema.Resource, op k8s
 		return nil, nil, err
 	}
 	ctx = withRecorder(ctx, rec)
-	return requestContext(ctx, r, verbFor(op), namespace, name, u), warnings, nil
+	return requestContextFor(ctx, r, verb, subresource, namespace, name, u), warnings, nil
 }
 
 func requestContext(ctx context.Context, r *schema.Resource, verb, namespace, name string, u user.Info) context.Context {
+	return requestContextFor(ctx, r, verb, "", namespace, name, u)
+}
+
+func requestContextFor(ctx context.Context, r *schema.Resource, verb, subresource, namespace, name string, u user.Info) context.Context {
 	ctx = genericapirequest.WithNamespace(ctx, namespace)
 	ctx = genericapirequest.WithUser(ctx, u)
 	return genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
@@ -620,7 +679,27 @@ func requestContext(ctx context.Context, r *schema.Resource, verb, namespace, na
 		APIGroup:          r.GVR.Group,
 		APIVersion:        r.GVR.Version,
 		Resource:          r.GVR.Resource,
+		Subresource:       subresource,
 		Namespace:         namespace,
 		Name:              name,
 	})
+}
+
+// Live returns a copy of the stored object a write of obj would change, in
+// obj's version, as a client reads it before writing; false when there is
+// none.
+func (c *Chain) Live(obj *unstructured.Unstructured) (*unstructured.Unstructured, bool, error) {
+	resource, err := c.registry.ForKind(obj.GroupVersionKind())
+	if err != nil {
+		return nil, false, err
+	}
+	stored, ok := c.stored(resource, obj)
+	if !ok {
+		return nil, false, nil
+	}
+	live, err := ConvertTo(stored, obj.GroupVersionKind())
+	if err != nil {
+		return nil, false, fmt.Errorf("reading %s %s: %w", obj.GetKind(), obj.GetName(), err)
+	}
+	return live, true, nil
 }

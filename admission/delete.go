@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +22,12 @@ type DeleteRequest struct {
 	Groups []string
 	// Persist is false for a dry run.
 	Persist bool
+	// PropagationPolicy is the DeleteOptions' (kubectl delete sends
+	// Background unless --cascade says otherwise); empty sends none.
+	PropagationPolicy metav1.DeletionPropagation
+	// GracePeriodSeconds is the DeleteOptions' (kubectl delete
+	// --grace-period); nil sends none.
+	GracePeriodSeconds *int64
 }
 
 // AdmitDelete runs a DELETE through the server's path for it: authorization,
@@ -55,7 +62,7 @@ func (c *Chain) AdmitDelete(ctx context.Context, req DeleteRequest) (*Result, er
 		return fail(&apierrors.NewNotFound(resource.GVR.GroupResource(), req.Name).ErrStatus)
 	}
 	userInfo := c.userInfo(Request{User: req.User, Groups: req.Groups})
-	ctx, warnings, err := requestScope(ctx, &recorder{}, resource, k8sadmission.Delete, namespace, req.Name, userInfo)
+	ctx, warnings, err := requestScope(ctx, &recorder{}, resource, "delete", namespace, req.Name, userInfo)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +70,7 @@ func (c *Chain) AdmitDelete(ctx context.Context, req DeleteRequest) (*Result, er
 	if gvk.Kind == "Namespace" && gvk.Group == "" {
 		authzNamespace = ""
 	}
-	if s := c.authorize(ctx, resource, k8sadmission.Delete, authzNamespace, req.Name, userInfo); s != nil {
+	if s := c.authorize(ctx, resource, "delete", "", authzNamespace, req.Name, userInfo); s != nil {
 		return fail(s)
 	}
 	codec, _, err := c.handlerFor(resource)
@@ -78,7 +85,12 @@ func (c *Chain) AdmitDelete(ctx context.Context, req DeleteRequest) (*Result, er
 	if !req.Persist {
 		dryRun = []string{metav1.DryRunAll}
 	}
-	options := &metav1.DeleteOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "DeleteOptions"}, DryRun: dryRun}
+	options := &metav1.DeleteOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "DeleteOptions"}, DryRun: dryRun,
+		GracePeriodSeconds: req.GracePeriodSeconds}
+	if req.PropagationPolicy != "" {
+		policy := req.PropagationPolicy
+		options.PropagationPolicy = &policy
+	}
 	attrs := k8sadmission.NewAttributesRecord(nil, old, resource.GVK(), namespace, req.Name, resource.GVR, "",
 		k8sadmission.Delete, options, !req.Persist, userInfo)
 	if m, ok := c.admit.(k8sadmission.MutationInterface); ok && m.Handles(k8sadmission.Delete) {
@@ -92,6 +104,9 @@ func (c *Chain) AdmitDelete(ctx context.Context, req DeleteRequest) (*Result, er
 		}
 	}
 	res.Allowed = true
+	if f := existing.GetFinalizers(); len(f) > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("the object has finalizers (%s): the server marks it for deletion (deletionTimestamp) and keeps it until they are removed", strings.Join(f, ", ")))
+	}
 	res.Warnings = append(res.Warnings, warnings.list()...)
 	res.AuditAnnotations = audit.AuditContextFrom(ctx).GetEventAnnotations()
 	if res.AuditAnnotations == nil {

@@ -3,6 +3,8 @@ package admission
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -83,4 +85,26 @@ func (c *Chain) configuresEngine(gk k8sschema.GroupKind) bool {
 		}
 	}
 	return false
+}
+
+// UnpredictableAnnotation is the audit annotation key an engine's webhook
+// answers with when it could not decide part of a request offline (a
+// policy its library cannot evaluate here); the value says what. The
+// upstream plugin records it as "WEBHOOK/KEY"; the chain moves it into
+// Result.Unpredictable, since no real engine sends it.
+const UnpredictableAnnotation = "truce.dev-unpredictable"
+
+// engineUnpredictable takes the engines' unpredictable annotations out of
+// annotations and returns them as "webhook NAME: WHAT".
+func engineUnpredictable(annotations map[string]string) []string {
+	var out []string
+	for k, v := range annotations {
+		webhook, key, ok := strings.Cut(k, "/")
+		if ok && key == UnpredictableAnnotation {
+			out = append(out, fmt.Sprintf("webhook %s: %s", webhook, v))
+			delete(annotations, k)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

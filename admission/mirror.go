@@ -188,6 +188,14 @@ func (m *mirror) seen(p pendingWrite) bool {
 	return equality.Semantic.DeepEqual(got, p.object)
 }
 
+// watched reports whether an informer of the plugins holds objects of gvk.
+func (m *mirror) watched(gvk k8sschema.GroupVersionKind) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.informers[gvk]
+	return ok
+}
+
 // full reports whether a further write must rebuild the chain instead.
 func (m *mirror) full() bool {
 	m.mu.Lock()

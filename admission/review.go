@@ -108,7 +108,7 @@ func (c *Chain) review(ctx context.Context, r Review, mutate bool) (*ReviewResul
 		return nil, err
 	}
 	rec := &recorder{}
-	ctx, warnings, err := requestScope(ctx, rec, resource, op, r.Namespace, r.Name, r.UserInfo)
+	ctx, warnings, err := requestScope(ctx, rec, resource, verbFor(op), r.Namespace, r.Name, r.UserInfo)
 	if err != nil {
 		return nil, err
 	}
@@ -267,6 +267,9 @@ func WebhookOptions() Options {
 // namespaceSelectors and the namespaceObject variable), as a webhook learns
 // the namespaces of a live cluster. The cluster state is not changed.
 func (c *Chain) PutNamespace(ctx context.Context, ns *corev1.Namespace) error {
+	// Remembered results read the namespaces before this write; the next
+	// epoch starts once the policies see it.
+	defer c.memo.advance()
 	namespaces := c.client.CoreV1().Namespaces()
 	_, err := namespaces.Create(ctx, ns, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {

@@ -3,6 +3,7 @@ package admission
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Operation is the kind of write, as the AdmissionReview names it.
@@ -38,6 +39,15 @@ type Request struct {
 	// answering 409 Conflict.
 	Apply bool
 	Force bool
+	// PatchType and Patch make the write a PATCH (kubectl patch, and the
+	// patch kubectl apply computes on the client) of the stored object
+	// that Object names: only Object's apiVersion, kind, namespace and
+	// name are read. The server applies the patch to the stored object
+	// before admission; a patch of an object that does not exist is
+	// answered 404. PatchType is strategic, merge or json (the apply
+	// patch type is Apply).
+	PatchType types.PatchType
+	Patch     []byte
 	// Persist tells admission the write is stored: dryRun is false, so
 	// webhooks with side effects are called. Admit itself never stores;
 	// Commit does.
@@ -78,8 +88,11 @@ type Result struct {
 	Details          *metav1.StatusDetails `json:"-"`
 	Warnings         []string              `json:"warnings"`
 	AuditAnnotations map[string]string     `json:"auditAnnotations"`
-	// Object is the object the server would store; nil when denied.
+	// Object is the object the server would store; nil when denied. For
+	// a write through a subresource it is what the server answers (the
+	// Scale), and Stored the object it stores.
 	Object  map[string]any `json:"object,omitempty"`
+	Stored  map[string]any `json:"-"`
 	Changes []Change       `json:"changes"`
 	// Unpredictable lists webhooks that could not be called offline; the
 	// result applied their failurePolicy, which a live cluster may not.

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
 	k8sadmission "k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/endpoints/deprecation"
@@ -26,10 +27,12 @@ import (
 )
 
 type writeRequest struct {
-	resource        *schema.Resource
-	in              *unstructured.Unstructured
-	existing        *unstructured.Unstructured
-	op              k8sadmission.Operation
+	resource *schema.Resource
+	in       *unstructured.Unstructured
+	existing *unstructured.Unstructured
+	op       k8sadmission.Operation
+	// verb is the request's: create, update or patch.
+	verb            string
 	namespace       string
 	userInfo        user.Info
 	rec             *recorder
@@ -41,6 +44,11 @@ type writeRequest struct {
 	apply, force bool
 	// dryRun is what admission is told; truce never persists by itself.
 	dryRun bool
+	// patchType and patch make the write a PATCH of existing: the patch
+	// is applied to the stored object before admission (apply above is
+	// the apply patch type).
+	patchType types.PatchType
+	patch     []byte
 }
 
 // write follows the server's authorization filter and the endpoint
@@ -57,8 +65,12 @@ func (c *Chain) write(ctx context.Context, w writeRequest) (*unstructured.Unstru
 		// sees its own name as the request namespace.
 		authzNamespace = ""
 	}
-	if s := c.authorize(ctx, w.resource, w.op, authzNamespace, w.in.GetName(), w.userInfo); s != nil {
+	if s := c.authorize(ctx, w.resource, w.verb, "", authzNamespace, w.in.GetName(), w.userInfo); s != nil {
 		return nil, s
+	}
+	if w.patchType != "" && w.existing == nil {
+		// Only an apply patch creates; the other patchers answer NotFound.
+		return nil, responsewriters.ErrorToAPIStatus(apierrors.NewNotFound(w.resource.GVR.GroupResource(), w.in.GetName()))
 	}
 	addDeprecationWarning(ctx, w.resource)
 	var stored *unstructured.Unstructured
@@ -132,6 +144,11 @@ func (c *Chain) create(ctx context.Context, w writeRequest, cd codec, strategy b
 // resourceVersion after mutating admission.
 func (c *Chain) update(ctx context.Context, w writeRequest, cd codec, strategy builtin.Strategy) (*unstructured.Unstructured, error) {
 	options := &metav1.UpdateOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "UpdateOptions"}, DryRun: w.dryRunOption(), FieldManager: w.fieldManager}
+	if w.patchType != "" {
+		// A patch's options are its PatchOptions as UpdateOptions
+		// (the patch handler's patchToUpdateOptions).
+		options.FieldValidation = w.fieldValidation
+	}
 	old, err := cd.decode(ctx, w.existing, metav1.FieldValidationIgnore)
 	if err != nil {
 		return nil, fmt.Errorf("decoding the existing object: %w", err)
@@ -186,6 +203,9 @@ func (w writeRequest) dryRunOption() []string {
 func (c *Chain) decodeBody(ctx context.Context, w writeRequest, cd codec, strategy builtin.Strategy, old runtime.Object) (runtime.Object, error) {
 	if w.apply {
 		return c.applyPatch(w, strategy, old)
+	}
+	if w.patchType != "" {
+		return c.patchObject(ctx, w, cd, old)
 	}
 	return cd.decode(ctx, w.in, w.fieldValidation)
 }

@@ -142,6 +142,27 @@ func isAdmissionConfig(obj *unstructured.Unstructured) bool {
 	return true
 }
 
+// engineConfiguration moves the manifests that configure a policy engine
+// (Gatekeeper's mutators and constraints) into the base, as Split does with
+// the built-in admission configuration: the cluster holds them before the
+// application is synced. Namespaces, which engines also read, stay
+// manifests.
+func (r *Repository) engineConfiguration(engines []admission.PolicyEngine) {
+	if len(engines) == 0 {
+		return
+	}
+	kept := r.Desired[:0]
+	for _, d := range r.Desired {
+		gk := d.Object.GroupVersionKind().GroupKind()
+		if gk.Group != "" && slices.ContainsFunc(engines, func(e admission.PolicyEngine) bool { return e.Configures(gk) }) {
+			r.Base = append(r.Base, manifest.Object{Source: d.Source, Object: d.Object})
+			continue
+		}
+		kept = append(kept, d)
+	}
+	r.Desired = kept
+}
+
 // Split takes a repository apart.
 func Split(in Input) (*Repository, error) {
 	r := &Repository{detect: true, units: in.Units}

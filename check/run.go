@@ -141,6 +141,7 @@ func Prepare(ctx context.Context, in Input, opts Options, scopes map[k8sschema.G
 	if err != nil {
 		return nil, err
 	}
+	repo.engineConfiguration(opts.Admission.Engines)
 	if scopes == nil {
 		scopes = map[k8sschema.GroupKind]bool{}
 	}

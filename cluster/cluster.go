@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Cluster reads and writes objects with the API server's semantics: writes
@@ -31,6 +32,12 @@ type Cluster interface {
 	// Apply is a server-side apply (PATCH application/apply-patch+yaml); it
 	// creates the object when it does not exist.
 	Apply(ctx context.Context, obj *unstructured.Unstructured, opts ApplyOptions) (*unstructured.Unstructured, error)
+	// Patch is a PATCH of the stored object with a strategic merge, JSON
+	// merge or JSON patch (kubectl patch, and the patch kubectl apply
+	// computes on the client): the server applies it to the stored object
+	// before admission. It fails with NotFound when the object does not
+	// exist.
+	Patch(ctx context.Context, ref Ref, pt types.PatchType, patch []byte, opts WriteOptions) (*unstructured.Unstructured, error)
 	// Delete removes the object.
 	Delete(ctx context.Context, ref Ref, opts DeleteOptions) error
 	// RESTMapper maps kinds to resources and tells which are namespaced.

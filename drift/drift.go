@@ -7,6 +7,7 @@ package drift
 
 import (
 	"context"
+	"github.com/truce-dev/truce/progress"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -29,25 +30,55 @@ type SyncStrategy interface {
 	Strategy
 	// DiffAll compares every object of one sync; the answers are in the
 	// order of desired. An error about one object is an *ObjectError.
-	DiffAll(ctx context.Context, desired []*unstructured.Unstructured) ([]*Object, error)
+	// sink, when not nil, hears of each object compared. When ctx ends,
+	// the objects not compared yet are NotCompared (see notCompared).
+	DiffAll(ctx context.Context, desired []*unstructured.Unstructured, sink progress.Sink) ([]*Object, error)
 }
 
 // DiffAll compares every object of desired with s: as one sync when s is a
 // SyncStrategy, one by one otherwise. The answers are in the order of
 // desired.
-func DiffAll(ctx context.Context, s Strategy, desired []*unstructured.Unstructured) ([]*Object, error) {
+//
+// sink, when not nil, hears of each object compared. When ctx ends (a
+// run's time limit), the objects not compared yet are Unpredictable, with
+// a note saying why, and DiffAll returns what it finished without an
+// error: the caller reports it.
+func DiffAll(ctx context.Context, s Strategy, desired []*unstructured.Unstructured, sink progress.Sink) ([]*Object, error) {
 	if ss, ok := s.(SyncStrategy); ok {
-		return ss.DiffAll(ctx, desired)
+		return ss.DiffAll(ctx, desired, sink)
 	}
 	out := make([]*Object, len(desired))
 	for i, d := range desired {
+		if ctx.Err() != nil {
+			return notCompared(s.Name(), desired, out), nil
+		}
 		o, err := s.Diff(ctx, d)
+		if ctx.Err() != nil {
+			// An answer given while the run ended may be the end's
+			// doing (a webhook call cut short): not trusted.
+			return notCompared(s.Name(), desired, out), nil
+		}
 		if err != nil {
 			return nil, &ObjectError{Index: i, Err: err}
 		}
 		out[i] = o
+		progress.Report(sink, progress.Event{Stage: progress.Diffing, Done: i + 1, Total: len(desired)})
 	}
 	return out, nil
+}
+
+// notCompared fills the answers out lacks: the run ended before those
+// objects were compared.
+func notCompared(strategy string, desired []*unstructured.Unstructured, out []*Object) []*Object {
+	for i, o := range out {
+		if o == nil {
+			o = newObject(strategy, desired[i])
+			o.Status = Unpredictable
+			o.Notes = []string{"not compared: the run's time limit (--timeout) ran out first"}
+			out[i] = o
+		}
+	}
+	return out
 }
 
 // ObjectError is DiffAll's error about one object, desired[Index], so that
@@ -76,6 +107,8 @@ const (
 	Excluded Status = "Excluded"
 	// Rejected: the server (or the offline chain) refuses the write.
 	Rejected Status = "Rejected"
+	// Unpredictable: not compared (the run's time limit ran out first).
+	Unpredictable Status = "Unpredictable"
 )
 
 // Object is the drift of one object.

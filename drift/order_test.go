@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/truce-dev/truce/progress"
 	"slices"
 	"strings"
 	"testing"
@@ -139,7 +140,7 @@ func TestPredictedDiffAll(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newMemory(t)
 			objs := tc.objs(t)
-			got, err := (&Predicted{Admitter: c, Order: tc.order}).DiffAll(ctx, objs)
+			got, err := (&Predicted{Admitter: c, Order: tc.order}).DiffAll(ctx, objs, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -169,7 +170,7 @@ func TestFluxStageSeesOnlyEarlierStages(t *testing.T) {
 	ctx := context.Background()
 	c := newMemory(t)
 	objs := []*unstructured.Unstructured{object(t, mirror[0]), object(t, mirror[1]), object(t, web)}
-	got, err := (&Predicted{Admitter: c, Order: FluxStages}).DiffAll(ctx, objs)
+	got, err := (&Predicted{Admitter: c, Order: FluxStages}).DiffAll(ctx, objs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +178,7 @@ func TestFluxStageSeesOnlyEarlierStages(t *testing.T) {
 		t.Errorf("deployment: %s %v, want InSync", got[2].Status, pointers(got[2].Fields, false))
 	}
 	// The next sync sees the policy.
-	again, err := (&Predicted{Admitter: c, Order: FluxStages}).DiffAll(ctx, objs)
+	again, err := (&Predicted{Admitter: c, Order: FluxStages}).DiffAll(ctx, objs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +205,7 @@ func TestDiffAllNamesTheObject(t *testing.T) {
 		{&Predicted{Admitter: failingAdmitter{newMemory(t)}}, 0}, // the Namespace goes first
 		{failingStrategy{}, 1},
 	} {
-		_, err := DiffAll(context.Background(), tc.s, objs)
+		_, err := DiffAll(context.Background(), tc.s, objs, nil)
 		var oe *ObjectError
 		if !errors.As(err, &oe) || oe.Index != tc.index || !strings.Contains(err.Error(), "broken") {
 			t.Errorf("%s: %v, want an ObjectError for object %d", tc.s.Name(), err, tc.index)
@@ -222,3 +223,55 @@ func (failingStrategy) Diff(_ context.Context, d *unstructured.Unstructured) (*O
 	}
 	return newObject("failing", d), nil
 }
+
+// cancellingAdmitter ends the run after its first answer, as a run's time
+// limit would.
+type cancellingAdmitter struct {
+	*memory.Cluster
+	cancel context.CancelFunc
+}
+
+func (c cancellingAdmitter) Admit(ctx context.Context, req admission.Request) (*admission.Result, error) {
+	res, err := c.Cluster.Admit(ctx, req)
+	c.cancel()
+	return res, err
+}
+
+// TestDiffAllWhenTheRunEnds: what was compared before the run ended is
+// kept, the rest is Unpredictable with the reason, and nothing fails. An
+// answer given while the run ended is not trusted.
+func TestDiffAllWhenTheRunEnds(t *testing.T) {
+	objs := []*unstructured.Unstructured{object(t, shopNamespace), object(t, shopWeb)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var seen []progress.Event
+	sink := progressFunc(func(e progress.Event) { seen = append(seen, e) })
+	got, err := DiffAll(ctx, &Predicted{Admitter: cancellingAdmitter{newMemory(t), cancel}}, objs, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range got {
+		if o.Status != Unpredictable || len(o.Notes) != 1 || !strings.Contains(o.Notes[0], "--timeout") {
+			t.Errorf("object %d: %s %v, want Unpredictable with the time limit named", i, o.Status, o.Notes)
+		}
+	}
+	if len(seen) != 0 {
+		t.Errorf("progress %v for objects not compared", seen)
+	}
+
+	// Cancelled between objects: the first one stands.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	got, err = DiffAll(ctx2, failingStrategy{}, objs[:1], progressFunc(func(progress.Event) { cancel2() }))
+	if err != nil || got[0].Status == Unpredictable {
+		t.Fatalf("first object: %v %v, want its answer", got, err)
+	}
+	got, err = DiffAll(ctx2, failingStrategy{}, objs, nil)
+	if err != nil || got[0].Status != Unpredictable || got[1].Status != Unpredictable {
+		t.Errorf("after the end: %v %v, want both Unpredictable", got, err)
+	}
+}
+
+type progressFunc func(progress.Event)
+
+func (f progressFunc) Progress(e progress.Event) { f(e) }

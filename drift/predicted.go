@@ -3,6 +3,7 @@ package drift
 import (
 	"context"
 	"fmt"
+	"github.com/truce-dev/truce/progress"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -53,19 +54,30 @@ func (p *Predicted) manager() string {
 // admission configuration are in place for the objects applied after
 // them. Every admitted object is stored in the Admitter's cluster: give it
 // a cluster made for this comparison.
-func (p *Predicted) DiffAll(ctx context.Context, desired []*unstructured.Unstructured) ([]*Object, error) {
+func (p *Predicted) DiffAll(ctx context.Context, desired []*unstructured.Unstructured, sink progress.Sink) ([]*Object, error) {
 	order := p.Order
 	if order == nil {
 		order = ArgoSyncOrder
 	}
 	out := make([]*Object, len(desired))
+	done := 0
 	for _, stage := range order(desired) {
 		for _, i := range stage {
+			if ctx.Err() != nil {
+				return notCompared(p.Name(), desired, out), nil
+			}
 			o, err := p.Diff(ctx, desired[i])
+			if ctx.Err() != nil {
+				// An answer given while the run ended may be the end's
+				// doing (a webhook call cut short): not trusted.
+				return notCompared(p.Name(), desired, out), nil
+			}
 			if err != nil {
 				return nil, &ObjectError{Index: i, Err: err}
 			}
 			out[i] = o
+			done++
+			progress.Report(sink, progress.Event{Stage: progress.Diffing, Done: done, Total: len(desired)})
 		}
 		for _, i := range stage {
 			if out[i].Status == Rejected {
@@ -73,6 +85,9 @@ func (p *Predicted) DiffAll(ctx context.Context, desired []*unstructured.Unstruc
 			}
 			opts := cluster.ApplyOptions{FieldManager: p.manager(), Force: true}
 			if _, err := p.Admitter.Apply(ctx, desired[i].DeepCopy(), opts); err != nil {
+				if ctx.Err() != nil {
+					return notCompared(p.Name(), desired, out), nil
+				}
 				return nil, &ObjectError{Index: i, Err: fmt.Errorf("storing %s for the objects applied after it: %w", cluster.RefOf(desired[i]), err)}
 			}
 		}

@@ -136,6 +136,10 @@ func hasGitOps(files, live []manifest.Object) bool {
 		return ok && o.Object.GetKind() == "ClusterRole"
 	}
 	writes := func(o manifest.Object) bool {
+		// Gatekeeper's mutators, which its mutating webhook applies.
+		if o.Object.GroupVersionKind().Group == "mutations.gatekeeper.sh" {
+			return true
+		}
 		switch o.Object.GetKind() {
 		case "MutatingAdmissionPolicyBinding", "MutatingWebhookConfiguration", "Writers", "HorizontalPodAutoscaler":
 			return true

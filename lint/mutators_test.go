@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/truce-dev/truce/manifest"
 )
 
@@ -85,5 +87,41 @@ func TestMutatorRulesOnlyReportOrderDependence(t *testing.T) {
 				t.Fatalf("%s found: %v, want %v; findings: %+v", tc.rule, got, tc.found, findings)
 			}
 		})
+	}
+}
+
+// TestRememberedProbeResults: the mutator rules find the same with each
+// unit's results on the probes remembered as with every review run again.
+func TestRememberedProbeResults(t *testing.T) {
+	label := func(k, v string) string {
+		return fmt.Sprintf(`Object{metadata: Object.metadata{labels: {"%s": "%s"}}}`, k, v)
+	}
+	docs := mapPolicy("a", "Never", label("tier", "x")) + mapPolicy("b", "Never", label("tier", "y")) +
+		mapPolicy("c", "Never", `Object{metadata: Object.metadata{labels: {"copy": object.metadata.?labels[?"tier"].orValue("none")}}}`) +
+		mapPolicy("d", "IfNeeded", `Object{spec: Object.spec{replicas: object.spec.replicas + 1}}`) + webDeployment
+	run := func(remember bool) []Finding {
+		t.Helper()
+		rememberProbes = remember
+		defer func() { rememberProbes = true }()
+		opts := manifest.DefaultOptions()
+		opts.Stdin = strings.NewReader(docs)
+		objs, err := manifest.LoadPaths(context.Background(), []string{"-"}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		findings, err := Run(context.Background(), &Input{Objects: objs}, testOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return findings
+	}
+	fresh, remembered := run(false), run(true)
+	for _, rule := range []string{"mutating-policies-compete", "mutating-policy-never-reinvoked-reads-others", "mutating-policy-not-idempotent"} {
+		if len(findingsOf(fresh, rule)) == 0 {
+			t.Errorf("no %s finding: the test exercises nothing", rule)
+		}
+	}
+	if diff := cmp.Diff(fresh, remembered); diff != "" {
+		t.Errorf("findings differ (-fresh +remembered):\n%s", diff)
 	}
 }

@@ -40,6 +40,11 @@ type HelmRender struct {
 	// Set are --set key=value, as Argo CD's helm.parameters: the value is
 	// one string (a comma does not separate another key).
 	Set []helm.Parameter
+	// RegistryConfig and RepositoryConfig are Helm's credentials files
+	// for the chart's dependencies from OCI registries and HTTP
+	// repositories (--registry-config, --repository-config); empty: Helm's
+	// registry config and Docker's, and anonymous HTTP.
+	RegistryConfig, RepositoryConfig string
 }
 
 // JsonnetRender is what the programs of a Jsonnet directory are given, as
@@ -126,7 +131,7 @@ func (r Render) render(ctx context.Context, c *manifest.GitCommit, kind sourceKi
 // dependency build the same way). Hooks are left out: truce sync has no
 // hook phases to run them in.
 func (r Render) helm(ctx context.Context, dir, root string, ropts render.Options) ([]manifest.Object, error) {
-	puller := &helm.Puller{CacheDir: ropts.CacheDir, Offline: ropts.Offline}
+	puller := &helm.Puller{CacheDir: ropts.CacheDir, Offline: ropts.Offline, RegistryConfig: r.Helm.RegistryConfig, RepositoryConfig: r.Helm.RepositoryConfig}
 	ch, err := helm.Load(ctx, dir, helm.LoadOptions{Puller: puller, RepositoryRoot: root})
 	if err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/truce-dev/truce/admission/kubectl"
 	"github.com/truce-dev/truce/cluster"
 	"github.com/truce-dev/truce/drift"
 	"github.com/truce-dev/truce/drift/argocd"
@@ -339,14 +340,16 @@ func (a *ArgoCD) apply(ctx context.Context, c cluster.Cluster, desired *unstruct
 		_, err = c.Create(ctx, withLast, cluster.WriteOptions{FieldManager: ArgoManager})
 		return err
 	}
-	patched, changed, err := argocd.ClientSideApply(config, live)
+	// Argo CD's sync runs kubectl apply: the three-way patch computed on
+	// the client is what the server (and its admission) receives.
+	req, err := kubectl.ClientSideApply(config, live)
 	if err != nil {
 		return fmt.Errorf("client-side apply of %s: %w", ref, err)
 	}
-	if !changed {
+	if req.Unchanged {
 		return nil
 	}
-	_, err = c.Update(ctx, patched, cluster.WriteOptions{FieldManager: ArgoManager})
+	_, err = c.Patch(ctx, ref, req.PatchType, req.Patch, cluster.WriteOptions{FieldManager: ArgoManager})
 	return err
 }
 

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/cluster"
@@ -73,21 +74,28 @@ func (r *recorder) Create(ctx context.Context, obj *unstructured.Unstructured, o
 	if opts.DryRun {
 		return r.Cluster.Create(ctx, obj, opts)
 	}
-	return r.record(ctx, "create", obj, func() (*unstructured.Unstructured, error) { return r.Cluster.Create(ctx, obj, opts) })
+	return r.record(ctx, "create", cluster.RefOf(obj), func() (*unstructured.Unstructured, error) { return r.Cluster.Create(ctx, obj, opts) })
 }
 
 func (r *recorder) Update(ctx context.Context, obj *unstructured.Unstructured, opts cluster.WriteOptions) (*unstructured.Unstructured, error) {
 	if opts.DryRun {
 		return r.Cluster.Update(ctx, obj, opts)
 	}
-	return r.record(ctx, "update", obj, func() (*unstructured.Unstructured, error) { return r.Cluster.Update(ctx, obj, opts) })
+	return r.record(ctx, "update", cluster.RefOf(obj), func() (*unstructured.Unstructured, error) { return r.Cluster.Update(ctx, obj, opts) })
 }
 
 func (r *recorder) Apply(ctx context.Context, obj *unstructured.Unstructured, opts cluster.ApplyOptions) (*unstructured.Unstructured, error) {
 	if opts.DryRun {
 		return r.Cluster.Apply(ctx, obj, opts)
 	}
-	return r.record(ctx, "apply", obj, func() (*unstructured.Unstructured, error) { return r.Cluster.Apply(ctx, obj, opts) })
+	return r.record(ctx, "apply", cluster.RefOf(obj), func() (*unstructured.Unstructured, error) { return r.Cluster.Apply(ctx, obj, opts) })
+}
+
+func (r *recorder) Patch(ctx context.Context, ref cluster.Ref, pt types.PatchType, patch []byte, opts cluster.WriteOptions) (*unstructured.Unstructured, error) {
+	if opts.DryRun {
+		return r.Cluster.Patch(ctx, ref, pt, patch, opts)
+	}
+	return r.record(ctx, "patch", ref, func() (*unstructured.Unstructured, error) { return r.Cluster.Patch(ctx, ref, pt, patch, opts) })
 }
 
 func (r *recorder) Delete(ctx context.Context, ref cluster.Ref, opts cluster.DeleteOptions) error {
@@ -106,8 +114,7 @@ func (r *recorder) Delete(ctx context.Context, ref cluster.Ref, opts cluster.Del
 	return err
 }
 
-func (r *recorder) record(ctx context.Context, verb string, obj *unstructured.Unstructured, write func() (*unstructured.Unstructured, error)) (*unstructured.Unstructured, error) {
-	ref := cluster.RefOf(obj)
+func (r *recorder) record(ctx context.Context, verb string, ref cluster.Ref, write func() (*unstructured.Unstructured, error)) (*unstructured.Unstructured, error) {
 	if ref.Namespace == "" && namespaced(r.RESTMapper(), ref.GroupVersionKind) {
 		ref.Namespace = "default"
 	}

@@ -233,6 +233,16 @@ func (c *Cluster) Apply(ctx context.Context, obj *unstructured.Unstructured, opt
 	return out, c.unserved(err)
 }
 
+// Patch is a PATCH of the stored object.
+func (c *Cluster) Patch(ctx context.Context, ref cluster.Ref, pt types.PatchType, patch []byte, opts cluster.WriteOptions) (*unstructured.Unstructured, error) {
+	r, err := c.resource(ref.GroupVersionKind, ref.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	out, err := r.Patch(ctx, ref.Name, pt, patch, metav1.PatchOptions{FieldManager: opts.FieldManager, DryRun: dryRun(opts.DryRun)})
+	return out, c.unserved(err)
+}
+
 // Delete is a DELETE with background propagation, as kubectl and Flux use.
 func (c *Cluster) Delete(ctx context.Context, ref cluster.Ref, opts cluster.DeleteOptions) error {
 	r, err := c.resource(ref.GroupVersionKind, ref.Namespace)

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apiserver/pkg/endpoints/handlers/fieldmanager"
 
@@ -166,6 +167,19 @@ func (c *Cluster) Update(ctx context.Context, obj *unstructured.Unstructured, op
 func (c *Cluster) Apply(ctx context.Context, obj *unstructured.Unstructured, opts cluster.ApplyOptions) (*unstructured.Unstructured, error) {
 	req := admission.Request{Object: obj, FieldManager: opts.FieldManager, Apply: true, Force: opts.Force, Persist: !opts.DryRun}
 	return c.write(ctx, obj, req, mayExist, opts.DryRun)
+}
+
+// Patch applies a strategic merge, JSON merge or JSON patch (kubectl
+// patch, the patch kubectl apply computes) to the stored object, then
+// admits and stores the result: the server's patch handler, through the
+// same chain entry as truce admit.
+func (c *Cluster) Patch(ctx context.Context, ref cluster.Ref, pt types.PatchType, patch []byte, opts cluster.WriteOptions) (*unstructured.Unstructured, error) {
+	target := &unstructured.Unstructured{}
+	target.SetGroupVersionKind(ref.GroupVersionKind)
+	target.SetNamespace(ref.Namespace)
+	target.SetName(ref.Name)
+	req := admission.Request{Object: target, FieldManager: opts.FieldManager, PatchType: pt, Patch: patch, Persist: !opts.DryRun}
+	return c.write(ctx, target, req, mustExist, opts.DryRun)
 }
 
 // Delete removes an object after the server's admission for DELETE

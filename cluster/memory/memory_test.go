@@ -2,10 +2,13 @@ package memory
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
 	"github.com/truce-dev/truce/admission"
@@ -240,5 +243,47 @@ spec:
 	}
 	if err := c.Delete(ctx, cluster.RefOf(free), cluster.DeleteOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPatch: a patch goes through the same chain entry as truce admit's,
+// applied to the stored object; a patch of a missing object is NotFound.
+func TestPatch(t *testing.T) {
+	c := newCluster(t, object(t, `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: web, namespace: default}
+data: {a: "1", b: "1"}
+`))
+	ref := cluster.Ref{GroupVersionKind: k8sschema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespace: "default", Name: "web"}
+	tests := []struct {
+		name    string
+		ref     cluster.Ref
+		pt      types.PatchType
+		patch   string
+		want    map[string]any
+		missing bool
+	}{
+		{"merge", ref, types.MergePatchType, `{"data":{"b":null,"c":"1"}}`, map[string]any{"a": "1", "c": "1"}, false},
+		{"strategic", ref, types.StrategicMergePatchType, `{"data":{"a":"2"}}`, map[string]any{"a": "2", "c": "1"}, false},
+		{"json", ref, types.JSONPatchType, `[{"op":"remove","path":"/data/c"}]`, map[string]any{"a": "2"}, false},
+		{"missing", cluster.Ref{GroupVersionKind: ref.GroupVersionKind, Namespace: "default", Name: "nope"}, types.MergePatchType, `{}`, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := c.Patch(context.Background(), tt.ref, tt.pt, []byte(tt.patch), cluster.WriteOptions{FieldManager: "kubectl-patch"})
+			if tt.missing {
+				if !apierrors.IsNotFound(err) {
+					t.Fatalf("err %v, want NotFound", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := out.Object["data"]; !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("data %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

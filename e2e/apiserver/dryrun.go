@@ -83,6 +83,7 @@ type DryRunOption func(*dryRunOptions)
 type dryRunOptions struct {
 	fieldValidation string
 	fieldManager    string
+	force           *bool
 }
 
 // WithFieldValidation sets the request's fieldValidation parameter

@@ -88,6 +88,23 @@ type Spec struct {
 	// must report each of these webhooks as unpredictable. Without it,
 	// truce must report no webhook as unpredictable.
 	UnpredictableWebhooks []string `json:"unpredictableWebhooks,omitempty"`
+	// Verb is the kubectl command the write is made as, truce admit's
+	// verb flags: replace (the default: kubectl create, or kubectl
+	// replace of an object cluster.yaml holds), apply (client-side),
+	// server-side, patch, delete, scale or exec (write.yaml then names the
+	// pod).
+	Verb string `json:"verb,omitempty"`
+	// FieldManager and ForceConflicts are server-side apply's flags.
+	FieldManager   string `json:"fieldManager,omitempty"`
+	ForceConflicts bool   `json:"forceConflicts,omitempty"`
+	// Patch and PatchType are kubectl patch's -p and --type.
+	Patch     string `json:"patch,omitempty"`
+	PatchType string `json:"patchType,omitempty"`
+	// Replicas is kubectl scale's --replicas.
+	Replicas int32 `json:"replicas,omitempty"`
+	// Container and Command are kubectl exec's.
+	Container string   `json:"container,omitempty"`
+	Command   []string `json:"command,omitempty"`
 	// Skip, if set, skips the case with this reason.
 	Skip string `json:"skip,omitempty"`
 	// Expect states what the real server must answer, so a case that
@@ -189,6 +206,13 @@ func LoadCase(dir string) (*Case, error) {
 		return fail(fmt.Errorf("%s must hold exactly one object, has %d", WriteFile, len(writes)))
 	}
 	c.Write = writes[0]
+	switch c.Spec.Verb {
+	case "":
+		c.Spec.Verb = "replace"
+	case "replace", "apply", "server-side", "patch", "delete", "scale", "exec":
+	default:
+		return fail(fmt.Errorf("%s: unknown verb %q", SpecFile, c.Spec.Verb))
+	}
 	switch c.Spec.FieldValidation {
 	case "":
 		c.Spec.FieldValidation = "Strict"

@@ -296,8 +296,19 @@ func serverDryRun(ctx context.Context, t *testing.T, srv *apiserver.Server, c *C
 			t.Logf("note: RBAC does not allow %s to %s the write; the server will answer Forbidden", c.Spec.User, verb)
 		}
 	}
+	if c.Spec.Verb != "replace" {
+		res, err := serverVerb(ctx, srv, c)
+		if err != nil {
+			t.Fatalf("server %s: %v", c.Spec.Verb, err)
+		}
+		ann, err := srv.AuditAnnotations(ctx, res.AuditID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, ann
+	}
 	// The write is what kubectl create or kubectl replace sends, with
-	// their field managers: truce admit's defaults.
+	// their field managers: truce admit's --replace.
 	var res *apiserver.DryRunResult
 	if op == apiserver.Update {
 		res, err = srv.DryRunUpdate(ctx, c.Write.Object, c.Spec.User, c.Spec.Groups,
@@ -325,7 +336,7 @@ func runTruce(ctx context.Context, bin string, c *Case) (res Result, stdout, std
 	if c.HasCluster() {
 		args = append(args, "-c", ClusterFile)
 	}
-	args = append(args, "-f", WriteFile, "-o", "json", "--show-managed-fields",
+	args = append(args, "-o", "json", "--show-managed-fields",
 		"--disable-admission-plugins="+strings.Join(c.DisabledPlugins(), ","),
 		"--field-validation="+c.Spec.FieldValidation,
 		// StartTestServer's --service-cluster-ip-range.
@@ -340,6 +351,8 @@ func runTruce(ctx context.Context, bin string, c *Case) (res Result, stdout, std
 	for _, g := range c.Spec.Groups {
 		args = append(args, "--group", g)
 	}
+	// Last: the command of --exec follows "--".
+	args = append(args, verbArgs(c)...)
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = c.Dir
 	var outBuf, errBuf bytes.Buffer

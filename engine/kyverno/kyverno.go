@@ -55,10 +55,16 @@ var policyKinds = map[k8sschema.GroupKind]bool{
 	{Group: GroupLegacy, Kind: "Policy"}:        true,
 }
 
+// IsPolicy reports whether objects of gk are Kyverno policies: a cluster
+// holding one needs Kyverno.
+func IsPolicy(gk k8sschema.GroupKind) bool {
+	return policyKinds[gk]
+}
+
 // HasPolicies reports whether objs hold a Kyverno policy.
 func HasPolicies(objs []*unstructured.Unstructured) bool {
 	for _, o := range objs {
-		if policyKinds[o.GroupVersionKind().GroupKind()] {
+		if IsPolicy(o.GroupVersionKind().GroupKind()) {
 			return true
 		}
 	}

@@ -136,7 +136,9 @@ func TestAdmitManagedFields(t *testing.T) {
 		want [][]string
 	}{
 		{"hidden unless asked", []string{"-o", "json"}, nil},
-		{"kubectl's managers by default", []string{"-o", "json", "--show-managed-fields"}, [][]string{{"kubectl-create"}, {"kubectl-create", "kubectl-replace"}}},
+		{"kubectl apply's manager by default", []string{"-o", "json", "--show-managed-fields"}, [][]string{{"kubectl-client-side-apply"}, {"kubectl-client-side-apply", "kubectl-create"}}},
+		{"kubectl create's and replace's with --replace", []string{"-o", "json", "--show-managed-fields", "--replace"}, [][]string{{"kubectl-create"}, {"kubectl-create", "kubectl-replace"}}},
+		{"kubectl's with --server-side", []string{"-o", "json", "--show-managed-fields", "--server-side", "--force-conflicts"}, [][]string{{"kubectl"}, {"kubectl", "kubectl-create"}}},
 		{"--field-manager", []string{"-o", "json", "--show-managed-fields", "--field-manager", "ci"}, [][]string{{"ci"}, {"ci", "kubectl-create"}}},
 	}
 	for _, tt := range tests {
@@ -187,5 +189,75 @@ func TestAdmitManagedFields(t *testing.T) {
 		if code, out, errOut := run(t, args...); code != 0 || strings.Contains(out, "managedFields") != show {
 			t.Errorf("-o yaml, --show-managed-fields=%v: exit %d, managedFields printed: %v\n%s", show, code, strings.Contains(out, "managedFields"), errOut)
 		}
+	}
+}
+
+// TestAdmitVerbFlags: the verb flags are checked before anything is read,
+// with errors that name the flag.
+func TestAdmitVerbFlags(t *testing.T) {
+	f := []string{"admit", "-f", "testdata/managedfields/write.yaml", "-c", "testdata/managedfields/cluster.yaml"}
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"two verbs", append(f, "--delete", "--replace"), "--replace and --delete: give one verb"},
+		{"force without server-side", append(f, "--force-conflicts"), "--force-conflicts needs --server-side"},
+		{"type without patch", append(f, "--type", "merge"), "--type needs --patch"},
+		{"unknown patch type", append(f, "--patch", "{}", "--type", "xml"), `unknown patch type "xml"`},
+		{"bad cascade", append(f, "--delete", "--cascade", "sideways"), `unknown --cascade "sideways"`},
+		{"negative scale", append(f, "--scale", "-1"), "must not be negative"},
+		{"exec without command", []string{"admit", "--exec", "p"}, "--exec needs the command after --"},
+		{"exec with -f", append(f, "--exec", "p", "--", "sh"), "-f is not used"},
+		{"command without exec", append(f, "--", "sh"), "a command after -- needs --exec"},
+		{"no -f", []string{"admit"}, "-f is required"},
+		{"container without exec", append(f, "--container", "c"), "--container needs --exec or --attach"},
+		{"delete live", append(f[:3], "--delete", "--dry-run=server", "--kubeconfig", "/nonexistent"), "--delete is offline only"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errOut := run(t, tt.args...)
+			if code != 2 || !strings.Contains(errOut, tt.wantErr) {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", code, errOut, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestAdmitVerbs: each verb reaches the chain as its kubectl command.
+func TestAdmitVerbs(t *testing.T) {
+	f := []string{"admit", "-f", "testdata/managedfields/write.yaml", "-c", "testdata/managedfields/cluster.yaml", "-o", "json"}
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantOps  []string
+	}{
+		{"apply", f, 0, []string{"CREATE", "UPDATE"}},
+		{"delete", append(f, "--delete"), 1, []string{"DELETE", "DELETE"}},
+		{"patch", append(f, "--patch", "data: {x: '1'}", "--type", "merge"), 1, []string{"UPDATE", "UPDATE"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := run(t, tt.args...)
+			if code != tt.wantCode {
+				t.Fatalf("exit %d, want %d: %s\n%s", code, tt.wantCode, errOut, out)
+			}
+			var doc struct {
+				Results []struct {
+					Operation string `json:"operation"`
+				} `json:"results"`
+			}
+			if err := json.Unmarshal([]byte(out), &doc); err != nil {
+				t.Fatal(err)
+			}
+			var ops []string
+			for _, r := range doc.Results {
+				ops = append(ops, r.Operation)
+			}
+			if !reflect.DeepEqual(ops, tt.wantOps) {
+				t.Errorf("operations %v, want %v", ops, tt.wantOps)
+			}
+		})
 	}
 }

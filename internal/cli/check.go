@@ -234,7 +234,9 @@ func loadCheckRequest(ctx context.Context, cmd *cobra.Command, cf *clusterFlags,
 			return check.Request{}, err
 		}
 	}
-	aopts.Engines = engines(clusterObjs, repoObjs)
+	if aopts.Engines, err = policyEngines(clusterObjs, repoObjs); err != nil {
+		return check.Request{}, err
+	}
 	return check.Request{
 		Input:   check.Input{Repository: repoObjs, Cluster: clusterObjs},
 		Sources: check.Sources{Repository: args, Cluster: cf.cluster, Live: live},

@@ -68,7 +68,6 @@ func (c *clusterFlags) load(ctx context.Context, extra ...*unstructured.Unstruct
 		// One cache per command: every chain it builds (check's
 		// simulations and fix verifications, admit's rebuilds) compiles
 		// each policy once.
-		Cache:   admission.NewCache(0),
-		Engines: engines(objs),
+		Cache: admission.NewCache(0),
 	}, objs, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/truce-dev/truce/drift"
 	"github.com/truce-dev/truce/gitops"
 	"github.com/truce-dev/truce/manifest"
+	"github.com/truce-dev/truce/progress"
 	"github.com/truce-dev/truce/schema/toolkit"
 )
 
@@ -26,6 +27,7 @@ type diffOptions struct {
 	clusterFlags
 	renderFlags
 	limitFlags
+	runFlags
 	strategy    string
 	output      string
 	color       string
@@ -91,13 +93,14 @@ Exit status, as flux diff: 0 no drift, 1 drift, 2 error.`,
   truce diff 'https://example.com/org/repo//deploy/app?ref=v1.2.0'`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runDiff(cmd.Context(), cmd, o, args)
+			return runDiff(cmd, o, args)
 		},
 	}
 	f := cmd.Flags()
 	o.clusterFlags.register(f)
 	o.renderFlags.register(f)
 	o.limitFlags.register(f)
+	o.runFlags.register(f)
 	o.clusterFlags.limits, o.renderFlags.limits = &o.limitFlags, &o.limitFlags
 	f.StringVar(&o.strategy, "strategy", strategyAuto, "how drift is decided: "+strategyListForUsage)
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
@@ -108,7 +111,7 @@ Exit status, as flux diff: 0 no drift, 1 drift, 2 error.`,
 	return cmd
 }
 
-func runDiff(ctx context.Context, cmd *cobra.Command, o *diffOptions, args []string) error {
+func runDiff(cmd *cobra.Command, o *diffOptions, args []string) error {
 	switch o.output {
 	case "text", "json":
 	default:
@@ -118,16 +121,23 @@ func runDiff(ctx context.Context, cmd *cobra.Command, o *diffOptions, args []str
 	if err != nil {
 		return err
 	}
+	if err := o.runFlags.validate(); err != nil {
+		return err
+	}
+	r := o.runFlags.start(cmd)
+	defer r.stop()
+	ctx := r.ctx
+	progress.Report(r.sink, progress.Event{Stage: progress.Reading})
 	repo, err := loadRepository(ctx, cmd, &o.renderFlags, args, o.ref)
 	if err != nil {
-		return err
+		return readError(r, err)
 	}
 	if len(repo.manifests) == 0 {
 		return fmt.Errorf("no manifests found in %s", strings.Join(args, ", "))
 	}
 	c, mem, closeCluster, err := o.openCluster(ctx, repo)
 	if err != nil {
-		return err
+		return readError(r, err)
 	}
 	defer closeCluster()
 	if mem != nil {
@@ -135,21 +145,25 @@ func runDiff(ctx context.Context, cmd *cobra.Command, o *diffOptions, args []str
 	}
 	strategy, err := o.buildStrategy(ctx, repo, c, mem)
 	if err != nil {
-		return err
+		return readError(r, err)
 	}
-	objs, err := drift.DiffAll(ctx, strategy, repo.objects())
+	objs, err := drift.DiffAll(ctx, strategy, repo.objects(), r.sink)
 	if oe := (*drift.ObjectError)(nil); errors.As(err, &oe) {
 		return fmt.Errorf("%s: %w", repo.manifests[oe.Index].Source, oe.Err)
 	}
 	if err != nil {
 		return err
 	}
+	r.stop()
 	report := &diffReport{Strategy: strategy.Name(), Objects: objs, Findings: repo.findings}
 	for i, m := range repo.manifests {
 		objs[i].Source = m.Source.String()
 	}
 	if err := report.print(cmd.OutOrStdout(), o.output, color); err != nil {
 		return err
+	}
+	if r.timedOut() {
+		return exitError{exitFailure}
 	}
 	if report.drifted() {
 		return exitError{exitFound}
@@ -220,6 +234,9 @@ func (o *diffOptions) openCluster(ctx context.Context, r *repository) (cluster.C
 	}
 	state, opts, clusterObjs, err := o.clusterFlags.load(ctx, crds...)
 	if err != nil {
+		return nil, nil, nil, err
+	}
+	if opts.Engines, err = policyEngines(clusterObjs, r.manifests); err != nil {
 		return nil, nil, nil, err
 	}
 	mem, err := memory.New(ctx, state, opts)

@@ -73,6 +73,8 @@ func (r *diffReport) print(w io.Writer, format string, color bool) error {
 			fmt.Fprintf(w, "%s %s %s\n", paint(ansiRed, "!"), paint(ansiBold, ref), paint(ansiRed, "(rejected)"))
 		case drift.Drifted:
 			fmt.Fprintf(w, "%s %s %s\n", paint(ansiYellow, "~"), paint(ansiBold, ref), paint(ansiYellow, "(drifted)"))
+		case drift.Unpredictable:
+			fmt.Fprintf(w, "%s %s %s\n", paint(ansiYellow, "?"), paint(ansiBold, ref), paint(ansiYellow, "(not compared)"))
 		}
 		if o.Source != "" {
 			fmt.Fprintf(w, "  source: %s\n", o.Source)
@@ -97,8 +99,12 @@ func (r *diffReport) print(w io.Writer, format string, color bool) error {
 			fmt.Fprintln(w, line)
 		}
 	}
-	fmt.Fprintf(w, "%s: %s, %d in sync, %d drifted, %d to create, %d rejected, %d excluded\n",
+	fmt.Fprintf(w, "%s: %s, %d in sync, %d drifted, %d to create, %d rejected, %d excluded",
 		r.Strategy, treport.Plural(len(r.Objects), "object"), counts[drift.InSync], counts[drift.Drifted], counts[drift.Missing], counts[drift.Rejected], counts[drift.Excluded])
+	if n := counts[drift.Unpredictable]; n > 0 {
+		fmt.Fprintf(w, ", %d not compared (--timeout)", n)
+	}
+	fmt.Fprintln(w)
 	return nil
 }
 

@@ -28,6 +28,11 @@ func TestExamples(t *testing.T) {
 				"argocd batch Deployment.apps/shop/batch": "Rejected",
 			},
 			after: want{"argocd batch Deployment.apps/shop/batch": "Rejected"}},
+		{dir: "gatekeeper-assign", code: exitFound,
+			want: want{
+				"argocd shop Deployment.apps/shop/web": "Loop",
+				"argocd shop Namespace/shop":           "Synced",
+			}},
 		{dir: "hpa-flux", code: exitFound,
 			want: want{
 				"flux web Deployment.apps/shop/web":                     "Loop",

@@ -203,7 +203,11 @@ type checkSimulator struct{}
 // Simulate implements lint.Simulator with the objects check finds a
 // problem with (every verdict but Synced).
 func (checkSimulator) Simulate(ctx context.Context, repository, cluster []manifest.Object) ([]lint.Simulated, error) {
-	out, err := check.Check(ctx, check.Input{Repository: repository, Cluster: cluster}, check.Options{}, nil, nil)
+	engines, err := policyEngines(cluster, repository)
+	if err != nil {
+		return nil, err
+	}
+	out, err := check.Check(ctx, check.Input{Repository: repository, Cluster: cluster}, check.Options{Admission: admission.Options{Engines: engines}}, nil, nil)
 	if err != nil {
 		return nil, err
 	}

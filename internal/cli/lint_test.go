@@ -47,6 +47,9 @@ func TestLintCommand(t *testing.T) {
 		{"--disable, comma-separated", []string{"lint", warnOnly, "--disable", "webhook-timeout-too-long,webhook-failure-policy-unset", "--fail-on", "info"}, 0, []string{"no findings"}, ""},
 		{"--max-webhook-timeout", []string{"lint", lintTestdata + "webhook-serial-timeouts/bad.yaml", "--max-webhook-timeout", "10s", "--fail-on", "info"}, 0, []string{"no findings"}, ""},
 		{"directory, several rules", []string{"lint", lintTestdata}, 1, []string{"argocd-json-pointer-list-index", "webhook-matches-leases", "webhook-side-effects"}, ""},
+		{"a Gatekeeper mutator against Argo CD self-heal", []string{"lint", "../../examples/gatekeeper-assign"}, 1, []string{
+			"error admission-gitops-loop: webhook mutation.gatekeeper.sh (admission) and argocd-controller write /spec/template/spec/containers/0/imagePullPolicy back and forth",
+		}, ""},
 		{"--list-rules", []string{"lint", "--list-rules"}, 0, []string{"RULE", "webhook-matches-leases", "error"}, ""},
 		{"unknown rule", []string{"lint", bad, "--disable", "no-such-rule"}, 2, nil, `unknown rule "no-such-rule"`},
 		{"unknown format", []string{"lint", bad, "--format", "xml"}, 2, nil, `unknown --format "xml"`},

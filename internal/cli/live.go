@@ -9,6 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/truce-dev/truce/admission"
+	"github.com/truce-dev/truce/admission/kubectl"
 	"github.com/truce-dev/truce/manifest"
 )
 
@@ -42,7 +45,7 @@ func (w *warningCollector) take() []string {
 
 // admitLive sends each write to a real cluster as a server-side dry run, so
 // the offline answer can be compared with the live one.
-func admitLive(ctx context.Context, o *admitOptions, writes []manifest.Object) ([]*admission.Result, error) {
+func admitLive(ctx context.Context, o *admitOptions, verb kubectl.Options, writes []manifest.Object) ([]*admission.Result, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = o.kubeconfig
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.kubeContext}).ClientConfig()
@@ -90,27 +93,69 @@ func admitLive(ctx context.Context, o *admitOptions, writes []manifest.Object) (
 		switch {
 		case err == nil:
 			res.Operation = admission.Update
-			obj.SetResourceVersion(live.GetResourceVersion())
-		case !apierrors.IsNotFound(err):
+		case apierrors.IsNotFound(err):
+			live = nil
+		default:
 			return nil, fmt.Errorf("%s: reading the live object: %w", w.Source, err)
 		}
 		warnings.take()
-		if res.Operation == admission.Create {
-			out, err := ri.Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: o.fieldValidation, FieldManager: o.fieldManagerFor(res.Operation)})
-			err = fillLive(res, out, err)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", w.Source, err)
-			}
-		} else {
-			out, err := ri.Update(ctx, obj, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: o.fieldValidation, FieldManager: o.fieldManagerFor(res.Operation)})
-			if err := fillLive(res, out, err); err != nil {
-				return nil, fmt.Errorf("%s: %w", w.Source, err)
-			}
+		if err := sendLive(ctx, ri, o, verb, obj, live, res); err != nil {
+			return nil, fmt.Errorf("%s: %w", w.Source, err)
 		}
 		res.Warnings = warnings.take()
 		results = append(results, res)
 	}
 	return results, nil
+}
+
+// sendLive sends the request of kubectl's command as a server-side dry
+// run: kubectl apply's create or patch (the same computation as offline),
+// a server-side apply, or kubectl create and replace.
+func sendLive(ctx context.Context, ri dynamic.ResourceInterface, o *admitOptions, verb kubectl.Options, obj, live *unstructured.Unstructured, res *admission.Result) error {
+	dryRun := []string{metav1.DryRunAll}
+	create := func(obj *unstructured.Unstructured, manager string) error {
+		out, err := ri.Create(ctx, obj, metav1.CreateOptions{DryRun: dryRun, FieldValidation: o.fieldValidation, FieldManager: manager})
+		return fillLive(res, out, err)
+	}
+	patch := func(pt types.PatchType, data []byte, manager string, force *bool) error {
+		out, err := ri.Patch(ctx, obj.GetName(), pt, data, metav1.PatchOptions{DryRun: dryRun, FieldValidation: o.fieldValidation, FieldManager: manager, Force: force})
+		return fillLive(res, out, err)
+	}
+	manager := func(def string) string {
+		if o.fieldManager != "" {
+			return o.fieldManager
+		}
+		return def
+	}
+	switch verb.Verb {
+	case kubectl.Apply:
+		a, err := kubectl.ClientSideApply(obj, live)
+		if err != nil {
+			return err
+		}
+		switch {
+		case a.Create:
+			return create(a.Object, manager(kubectl.ClientSideApplyManager))
+		case a.Unchanged:
+			res.Allowed, res.Object = true, live.Object
+			res.Notes = append(res.Notes, "unchanged: the patch is empty, so kubectl apply sends no request")
+			return nil
+		}
+		return patch(a.PatchType, a.Patch, manager(kubectl.ClientSideApplyManager), nil)
+	case kubectl.ServerSideApply:
+		data, err := obj.MarshalJSON()
+		if err != nil {
+			return err
+		}
+		force := verb.ForceConflicts
+		return patch(types.ApplyPatchType, data, manager(kubectl.ServerSideApplyManager), &force)
+	}
+	if live == nil {
+		return create(obj, o.fieldManagerFor(admission.Create))
+	}
+	obj.SetResourceVersion(live.GetResourceVersion())
+	out, err := ri.Update(ctx, obj, metav1.UpdateOptions{DryRun: dryRun, FieldValidation: o.fieldValidation, FieldManager: o.fieldManagerFor(admission.Update)})
+	return fillLive(res, out, err)
 }
 
 func fillLive(res *admission.Result, out interface{ UnstructuredContent() map[string]any }, err error) error {

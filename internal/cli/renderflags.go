@@ -14,6 +14,7 @@ import (
 	"github.com/truce-dev/truce/check"
 	"github.com/truce-dev/truce/manifest"
 	"github.com/truce-dev/truce/render"
+	"github.com/truce-dev/truce/render/helm"
 	"github.com/truce-dev/truce/render/world"
 )
 
@@ -33,6 +34,9 @@ type renderFlags struct {
 	bucketSecret string
 	// registryConfig holds OCI registry credentials, as Helm's flag.
 	registryConfig string
+	// repositoryConfig holds HTTP chart repository credentials, as Helm's
+	// flag.
+	repositoryConfig string
 	// limits bound reading the repository; the command's --max-* flags.
 	limits *limitFlags
 }
@@ -45,6 +49,7 @@ func (r *renderFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&r.gitSecret, "git-secret", "", "a directory holding the credentials for the Git repositories Applications and GitRepositories clone, as a mounted Flux Git secret: username and password, or bearerToken (https://); identity, known_hosts and password, the key's passphrase (SSH)")
 	f.BoolVar(&r.gitInsecureHTTP, "git-insecure-http", false, "send --git-secret's credentials to plain http:// repositories, in clear text")
 	f.StringVar(&r.registryConfig, "registry-config", "", "the OCI registry credentials file for Helm OCI charts and Flux OCIRepositories, as helm registry login writes it (default: Helm's registry config, then Docker's config.json)")
+	f.StringVar(&r.repositoryConfig, "repository-config", "", "a Helm repositories file (repositories.yaml, as helm repo add writes it) whose entries give HTTP chart repositories their credentials and TLS settings, by URL (default: none, anonymous)")
 	f.StringVar(&r.bucketSecret, "bucket-secret", "", "a directory holding the credentials of Flux Buckets whose spec.secretRef Secret is not in the repository as plain data, as a mounted Secret: files accesskey and secretkey")
 }
 
@@ -59,13 +64,14 @@ func (r *renderFlags) options() (world.Options, error) {
 		return world.Options{}, err
 	}
 	return world.Options{
-		Render:         render.Options{Manifest: lopts, CacheDir: r.cacheDir, Offline: r.offline},
-		RepoURLs:       r.repoURLs,
-		Root:           r.repoRoot,
-		GitSecret:      r.gitSecret,
-		GitAuth:        manifest.GitAuthOptions{InsecureHTTP: r.gitInsecureHTTP},
-		BucketSecret:   r.bucketSecret,
-		RegistryConfig: r.registryConfig,
+		Render:           render.Options{Manifest: lopts, CacheDir: r.cacheDir, Offline: r.offline},
+		RepoURLs:         r.repoURLs,
+		Root:             r.repoRoot,
+		GitSecret:        r.gitSecret,
+		GitAuth:          manifest.GitAuthOptions{InsecureHTTP: r.gitInsecureHTTP},
+		BucketSecret:     r.bucketSecret,
+		RegistryConfig:   r.registryConfig,
+		RepositoryConfig: r.repositoryConfig,
 	}, nil
 }
 
@@ -80,6 +86,11 @@ func (r *renderFlags) validateGit() error {
 			return fmt.Errorf("--registry-config %s: reading the registry credentials: %w", r.registryConfig, err)
 		} else if info.IsDir() {
 			return fmt.Errorf("--registry-config %s: reading the registry credentials: %s is a directory", r.registryConfig, r.registryConfig)
+		}
+	}
+	if r.repositoryConfig != "" {
+		if err := helm.CheckRepositoryConfig(r.repositoryConfig); err != nil {
+			return fmt.Errorf("--repository-config %s: reading the chart repository credentials: %w", r.repositoryConfig, err)
 		}
 	}
 	if r.bucketSecret != "" {
@@ -151,12 +162,13 @@ func loadCheckRequests(ctx context.Context, cmd *cobra.Command, ws *check.Worksp
 			}
 		}
 		src := check.Sources{Repository: args, Cluster: cf.cluster, Live: live}
-		admOpts := aopts
-		admOpts.Engines = engines(cl, w.Objects)
 		req := check.Request{
 			Input:   check.WorldInput(w, cl),
 			Sources: src,
-			Options: check.Options{Admission: admOpts},
+			Options: check.Options{Admission: aopts},
+		}
+		if req.Options.Admission.Engines, err = policyEngines(req.Input.Cluster, req.Input.Repository); err != nil {
+			return nil, err
 		}
 		if w.Followed() {
 			req.Load = check.WorldLoader(ws, args, i, wopts, src, cl)

@@ -36,6 +36,8 @@ func TestGitSecretFlags(t *testing.T) {
 		{"a bucket secret file", []string{"--bucket-secret", filepath.Join(secret, "password")}, "is not a directory"},
 		{"a missing registry config", []string{"--registry-config", missing}, "--registry-config " + missing + ": reading the registry credentials: stat " + missing},
 		{"a registry config directory", []string{"--registry-config", secret}, "is a directory"},
+		{"a missing repository config", []string{"--repository-config", missing}, "--repository-config " + missing + ": reading the chart repository credentials: couldn't load repositories file (" + missing + ")"},
+		{"a repository config that is not one", []string{"--repository-config", filepath.Join(secret, "password")}, "--repository-config " + filepath.Join(secret, "password") + ": reading the chart repository credentials"},
 	}
 	for name, args := range commands {
 		for _, tc := range tests {

@@ -19,6 +19,9 @@ func TestRunFlags(t *testing.T) {
 		{name: "lint: negative timeout", args: []string{"lint", "--timeout", "-1s", "../../examples/image-mirror"}, wantCode: 2, wantErr: "is negative"},
 		{name: "time limit gone before anything is judged", args: []string{"check", "--timeout", "1ns", "../../examples/image-mirror"}, wantCode: 2,
 			wantErr: "time limit (--timeout) ran out", notInOut: "Synced"},
+		{name: "diff: negative timeout", args: []string{"diff", "--timeout", "-1s", "../../examples/image-mirror/app"}, wantCode: 2, wantErr: "is negative"},
+		{name: "diff: time limit gone before reading", args: []string{"diff", "--timeout", "1ns", "../../examples/image-mirror/app", "-c", "../../examples/image-mirror/cluster"}, wantCode: 2,
+			wantErr: "time limit (--timeout) ran out", notInOut: "in sync"},
 		// stderr is not a terminal here: no progress, and none in stdout.
 		{name: "no progress off a terminal", args: []string{"check", "../../examples/image-mirror"}, wantCode: 1,
 			wantOut: "Loop", notInErr: "truce: ", notInOut: "truce: simulating"},

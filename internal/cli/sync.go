@@ -164,6 +164,8 @@ contested, 2 error.`,
 	f.StringArrayVar(&r.JsonnetExtVars, "jsonnet-ext-var", nil, "name=value, a string external variable (std.extVar) for the Jsonnet files (repeatable)")
 	f.StringArrayVar(&r.JsonnetTLAs, "jsonnet-tla", nil, "name=value, a string top-level argument for the Jsonnet files (repeatable)")
 	f.StringArrayVar(&r.JsonnetLibs, "jsonnet-lib", nil, "a Jsonnet library directory, from the repository's top (repeatable)")
+	f.StringVar(&r.RegistryConfig, "registry-config", "", "the OCI registry credentials file for the Helm chart's dependencies, as helm registry login writes it (default: Helm's registry config, then Docker's config.json); read on every pass")
+	f.StringVar(&r.RepositoryConfig, "repository-config", "", "a Helm repositories file (repositories.yaml) giving the HTTP chart repositories of the chart's dependencies their credentials, by URL; read on every pass")
 	f.StringVar(&r.CacheDir, "cache-dir", "", "where pulled Helm chart dependencies are kept (default: truce under the user's cache directory)")
 	return cmd
 }
@@ -248,6 +250,9 @@ func (o *syncOptions) inProcess(ctx context.Context) (cluster.Cluster, func(), e
 	}
 	state, aopts, objs, err := o.clusterFlags.load(ctx)
 	if err != nil {
+		return nil, nil, fmt.Errorf("-c: %w", err)
+	}
+	if aopts.Engines, err = policyEngines(objs); err != nil {
 		return nil, nil, fmt.Errorf("-c: %w", err)
 	}
 	mem, err := memory.New(ctx, state, aopts)

@@ -36,7 +36,13 @@ func TestSnapshot(t *testing.T) {
 	if os.Getenv("TRUCE_TEST_RELEASE") == "" {
 		t.Skip("set TRUCE_TEST_RELEASE=1 (make test-release): builds truce as a release does")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	// A cold static build on two busy cores can take most of the test's
+	// -timeout: the build may use all of it but a minute.
+	deadline := time.Now().Add(45 * time.Minute)
+	if d, ok := t.Deadline(); ok {
+		deadline = d.Add(-time.Minute)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	host := Target{OS: runtime.GOOS, Arch: runtime.GOARCH}
 	out := t.TempDir()

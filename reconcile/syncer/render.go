@@ -30,6 +30,9 @@ type RenderOptions struct {
 	// CacheDir keeps pulled chart dependencies; empty is truce check's
 	// default, render.DefaultCacheDir().
 	CacheDir string
+	// RegistryConfig and RepositoryConfig are Helm's credentials files
+	// for chart dependencies (--registry-config, --repository-config).
+	RegistryConfig, RepositoryConfig string
 }
 
 // render checks the flags and turns them into reconcile.Render for the
@@ -39,6 +42,7 @@ func (o RenderOptions) render(name, namespace string) (reconcile.Render, error) 
 		Options: render.Options{CacheDir: o.CacheDir},
 		Helm: reconcile.HelmRender{
 			ReleaseName: o.HelmReleaseName, Namespace: o.HelmNamespace, ValueFiles: o.HelmValues,
+			RegistryConfig: o.RegistryConfig, RepositoryConfig: o.RepositoryConfig,
 		},
 		Jsonnet: reconcile.JsonnetRender{Libs: o.JsonnetLibs},
 	}

@@ -142,7 +142,7 @@ func TestParseHelmReleaseExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	if hr.ReleaseName != "podinfo" || hr.Chart == nil || hr.Chart.SourceRef.Namespace != "podinfo" ||
-		hr.Chart.HelmChartName != "podinfo-podinfo"  {
+		hr.Chart.HelmChartName != "podinfo-podinfo" {
 		t.Errorf("unexpected %+v (chart %+v)", hr, hr.Chart)
 	}
 }

@@ -54,6 +54,10 @@ type OCIRepository struct {
 	MediaType, Operation string
 	// Insecure is spec.insecure: the registry speaks plain HTTP.
 	Insecure bool
+	// SecretRef is spec.secretRef.name, a docker-registry Secret; Provider
+	// is spec.provider (generic, aws, azure, gcp): where source-controller
+	// takes the registry's credentials from.
+	SecretRef, Provider string
 	// credentials says where the credentials sent came from, for
 	// messages.
 	credentials string
@@ -73,7 +77,11 @@ func ParseOCIRepository(namespace, name string, spec map[string]any) (*OCIReposi
 			MediaType string `json:"mediaType"`
 			Operation string `json:"operation"`
 		} `json:"layerSelector"`
-		Insecure bool `json:"insecure"`
+		Insecure  bool `json:"insecure"`
+		SecretRef struct {
+			Name string `json:"name"`
+		} `json:"secretRef"`
+		Provider string `json:"provider"`
 	}
 	data, err := json.Marshal(spec)
 	if err == nil {
@@ -83,7 +91,8 @@ func ParseOCIRepository(namespace, name string, spec map[string]any) (*OCIReposi
 		return nil, fmt.Errorf("reading OCIRepository %s/%s: %w", namespace, name, err)
 	}
 	return &OCIRepository{Name: namespace + "/" + name, URL: s.URL, Tag: s.Ref.Tag, SemVer: s.Ref.SemVer, SemVerFilter: s.Ref.SemVerFilter,
-		Digest: s.Ref.Digest, MediaType: s.LayerSelector.MediaType, Operation: s.LayerSelector.Operation, Insecure: s.Insecure}, nil
+		Digest: s.Ref.Digest, MediaType: s.LayerSelector.MediaType, Operation: s.LayerSelector.Operation, Insecure: s.Insecure,
+		SecretRef: s.SecretRef.Name, Provider: s.Provider}, nil
 }
 
 // subject names the repository in errors.
@@ -114,6 +123,11 @@ type OCIPuller struct {
 	// --registry-config); empty is Helm's, as `helm registry login`
 	// writes it. Docker's config.json is read after it, as Helm does.
 	RegistryConfig string
+	// SecretConfig, when set, is the docker config of the OCIRepository's
+	// spec.secretRef Secret, written to a file: its credentials alone are
+	// sent, as source-controller sends them, and SecretName names it in
+	// messages.
+	SecretConfig, SecretName string
 	// MaxBytes bounds the layer downloaded; zero is DefaultMaxOCIBytes.
 	MaxBytes int64
 }
@@ -154,12 +168,19 @@ func (p *OCIPuller) Pull(ctx context.Context, r *OCIRepository) (*OCIArtifact, e
 		return nil, fmt.Errorf("%s: invalid url %q: %w", r.subject(), r.URL, err)
 	}
 	repo.PlainHTTP = r.Insecure
-	if repo.Client, err = registryClient(p.RegistryConfig); err != nil {
-		return nil, fmt.Errorf("%s: %w", r.subject(), err)
+	switch {
+	case p.SecretConfig != "":
+		repo.Client, err = registryClient(p.SecretConfig, false)
+		r.credentials = p.SecretName
+	default:
+		repo.Client, err = registryClient(p.RegistryConfig, true)
+		r.credentials = "Helm's registry config and Docker's config.json"
+		if p.RegistryConfig != "" {
+			r.credentials = "--registry-config " + p.RegistryConfig
+		}
 	}
-	r.credentials = "Helm's registry config and Docker's config.json"
-	if p.RegistryConfig != "" {
-		r.credentials = "--registry-config " + p.RegistryConfig
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", r.subject(), err)
 	}
 	res, err := p.resolve(ctx, repo, r, ref)
 	if err != nil {
@@ -199,7 +220,7 @@ func (r *OCIRepository) failed(ctx context.Context, doing string, err error) err
 	if refused(err) {
 		// The cluster may hold credentials truce does not: the
 		// artifact is unknown, not missing.
-		return &render.Unpredictable{Subject: r.subject() + " (" + r.URL + ")", Reason: fmt.Sprintf("the registry refused access with the credentials of %s: %s: %v", r.credentials, doing, err)}
+		return &render.Unpredictable{Subject: r.subject() + " (" + r.URL + ")", Reason: fmt.Sprintf("the registry refused access with the credentials of %s%s: %s: %v", r.credentials, r.clusterCredentials(), doing, err)}
 	}
 	return &render.Unpredictable{Subject: r.subject() + " (" + r.URL + ")", Reason: "cannot be pulled: " + doing + ": " + err.Error()}
 }
@@ -404,4 +425,20 @@ func writeAtomic(path string, write func(io.Writer) error) error {
 		return err
 	}
 	return os.Rename(f.Name(), path)
+}
+
+// clusterCredentials says what credentials source-controller would have
+// that truce did not use, for a refusal's message.
+func (r *OCIRepository) clusterCredentials() string {
+	var notes []string
+	if r.Provider != "" && r.Provider != "generic" {
+		notes = append(notes, fmt.Sprintf("spec.provider %s signs in with the cluster's cloud identity, which truce does not have", r.Provider))
+	}
+	if r.SecretRef != "" && !strings.HasPrefix(r.credentials, "Secret ") {
+		notes = append(notes, fmt.Sprintf("spec.secretRef %s is not in the repository as plain data: pass its .dockerconfigjson with --registry-config", r.SecretRef))
+	}
+	if len(notes) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(notes, "; ") + ")"
 }

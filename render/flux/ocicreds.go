@@ -15,9 +15,9 @@ import (
 
 // registryClient is an oras-go client sending the credentials of the
 // registry config file (empty: Helm's, as `helm registry login` writes
-// it), with Docker's config.json as fallback, as Helm's registry client
-// reads them.
-func registryClient(configFile string) (*auth.Client, error) {
+// it), with Docker's config.json as fallback when dockerFallback is set,
+// as Helm's registry client reads them.
+func registryClient(configFile string, dockerFallback bool) (*auth.Client, error) {
 	if configFile == "" {
 		configFile = helmpath.ConfigPath(helmregistry.CredentialsFileBasename)
 	}
@@ -27,7 +27,7 @@ func registryClient(configFile string) (*auth.Client, error) {
 		return nil, fmt.Errorf("reading the registry config %s: %w", configFile, err)
 	}
 	var creds credentials.Store = store
-	if docker, err := credentials.NewStoreFromDocker(opts); err == nil {
+	if docker, err := credentials.NewStoreFromDocker(opts); err == nil && dockerFallback {
 		creds = credentials.NewStoreWithFallbacks(store, docker)
 	}
 	return &auth.Client{Client: retry.DefaultClient, Cache: auth.NewCache(), Credential: credentials.Credential(creds)}, nil

@@ -132,7 +132,11 @@ func (p *Puller) addRepositories(s *session, ch *Chart, deps []*chart.Dependency
 		if err := copyFile(index, filepath.Join(cache, helmpath.CacheIndexFile(name))); err != nil {
 			return fmt.Errorf("helm dependency build of %s: %w", ch, err)
 		}
-		rf.Add(&repo.Entry{Name: name, URL: repoURL})
+		entry, err := p.repoEntry(name, repoURL)
+		if err != nil {
+			return err
+		}
+		rf.Add(entry)
 	}
 	return rf.WriteFile(config, 0o600)
 }

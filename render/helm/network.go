@@ -241,10 +241,13 @@ func (s *session) providers() getter.Providers {
 
 // uncachedProviders fetch through the session without the archive cache:
 // for index files and remote values files, which change under one URL.
-func (s *session) uncachedProviders() getter.Providers {
+//
+// t is the transport to use (the session's, or one with a repository's
+// TLS settings).
+func (s *session) uncachedProviders(t *http.Transport) getter.Providers {
 	return getter.Providers{
 		{Schemes: []string{"http", "https"}, New: func(opts ...getter.Option) (getter.Getter, error) {
-			g, err := getter.NewHTTPGetter(append(opts, getter.WithTransport(s.transport))...)
+			g, err := getter.NewHTTPGetter(append(opts, getter.WithTransport(t))...)
 			if err != nil {
 				return nil, err
 			}

@@ -68,6 +68,10 @@ type Puller struct {
 	// RegistryConfig is the OCI registry credentials file; empty is Helm's
 	// default (its registry config, then Docker's).
 	RegistryConfig string
+	// RepositoryConfig is a Helm repositories file (repositories.yaml)
+	// whose entries give HTTP chart repositories their credentials, by
+	// URL; empty reads them anonymously.
+	RepositoryConfig string
 	// MaxDownloadBytes bounds the bytes one Pull or dependency build
 	// reads from the network; zero is DefaultMaxDownloadBytes.
 	MaxDownloadBytes int64
@@ -182,14 +186,24 @@ func (p *Puller) pullHTTP(s *session, ref Ref) (*Chart, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pulling %s: %w", ref, err)
 	}
+	entry, err := p.repoEntry(indexName(ref.RepoURL), ref.RepoURL)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := s.getterOptions(entry)
+	if err != nil {
+		return nil, err
+	}
 	// As helm pull --repo: credentials stay with the repository's host.
-	data, err := g.Get(chartURL, getter.WithURL(ref.RepoURL),
-		getter.WithAcceptHeader("application/gzip,application/octet-stream"))
+	data, err := g.Get(chartURL, append(opts, getter.WithAcceptHeader("application/gzip,application/octet-stream"))...)
 	if err != nil {
 		if s.offline {
 			return nil, unpredictable(ref.String())
 		}
 		if u := s.unreachable(ref.String()); u != nil {
+			return nil, u
+		}
+		if u := p.refused(s, entry, chartURL, ref.String()); u != nil {
 			return nil, u
 		}
 		return nil, fmt.Errorf("pulling %s: %w", ref, s.explain(err))
@@ -222,13 +236,24 @@ func (p *Puller) indexFile(s *session, repoURL string, fresh bool, subject strin
 	if s.offline {
 		return "", unpredictable(subject)
 	}
-	r, err := repo.NewChartRepository(&repo.Entry{Name: name, URL: repoURL}, s.uncachedProviders())
+	entry, err := p.repoEntry(name, repoURL)
+	if err != nil {
+		return "", err
+	}
+	t, err := s.transportFor(entry)
+	if err != nil {
+		return "", err
+	}
+	r, err := repo.NewChartRepository(entry, s.uncachedProviders(t))
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", subject, err)
 	}
 	r.CachePath = p.cache().index()
 	if _, err := r.DownloadIndexFile(); err != nil {
 		if u := s.unreachable(subject); u != nil {
+			return "", u
+		}
+		if u := p.refused(s, entry, strings.TrimSuffix(repoURL, "/")+"/index.yaml", subject); u != nil {
 			return "", u
 		}
 		// Helm's wording, which Argo CD's messages key on.

@@ -355,3 +355,58 @@ func TestPullOCICredentials(t *testing.T) {
 		})
 	}
 }
+
+// HTTP chart repositories get the credentials of a Helm repositories file
+// (--repository-config) for their URL: right ones pull the index and the
+// chart, wrong or missing ones make the chart Unpredictable, naming the
+// repository and never the password.
+func TestPullHTTPCredentials(t *testing.T) {
+	const password = "repo-pa55word"
+	r := newChartRepo(t, "1.0.0")
+	files := r.Config.Handler
+	r.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if u, p, ok := req.BasicAuth(); !ok || u != "truce" || p != password {
+			http.Error(w, "who are you?", http.StatusUnauthorized)
+			return
+		}
+		files.ServeHTTP(w, req)
+	})
+	config := func(t *testing.T, user, pass string) string {
+		f := repo.NewFile()
+		f.Add(&repo.Entry{Name: "private", URL: r.URL + "/", Username: user, Password: pass})
+		path := filepath.Join(t.TempDir(), "repositories.yaml")
+		if err := f.WriteFile(path, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	tests := []struct {
+		name   string
+		config func(t *testing.T) string
+		want   string // "" pulls
+	}{
+		{"right credentials", func(t *testing.T) string { return config(t, "truce", password) }, ""},
+		{"wrong password", func(t *testing.T) string { return config(t, "truce", "not-"+password) }, "chart repository " + r.URL + " refused access (401 Unauthorized) with credentials: --repository-config"},
+		{"no credentials", func(*testing.T) string { return "" }, "refused access (401 Unauthorized) with credentials: none"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Puller{CacheDir: t.TempDir(), RepositoryConfig: tc.config(t)}
+			for _, version := range []string{"^1.0.0", "1.0.0"} {
+				ch, err := p.Pull(t.Context(), Ref{RepoURL: r.URL, Chart: "web", Version: version})
+				if tc.want == "" {
+					if err != nil || ch.Version() != "1.0.0" {
+						t.Fatalf("%s: pulled %v, %v", version, ch, err)
+					}
+					continue
+				}
+				if _, ok := render.AsUnpredictable(err); !ok || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("%s: error %v, want Unpredictable with %q", version, err, tc.want)
+				}
+				if strings.Contains(err.Error(), password) {
+					t.Errorf("%s: error %v shows the password", version, err)
+				}
+			}
+		})
+	}
+}

@@ -129,7 +129,7 @@ func (v ArgoValues) Merge(ctx context.Context, chartDir string, p *Puller) (map[
 			return nil, err
 		}
 		defer s.close()
-		providers = s.uncachedProviders()
+		providers = s.uncachedProviders(s.transport)
 	}
 	out, err := mergeValues(&opts, providers)
 	if err != nil {

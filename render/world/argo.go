@@ -438,5 +438,5 @@ func (s *state) loadChart(ctx context.Context, dir, root string) (*helm.Chart, e
 }
 
 func (s *state) puller() *helm.Puller {
-	return &helm.Puller{CacheDir: s.opts.Render.CacheDir, Offline: s.opts.Render.Offline, RegistryConfig: s.opts.RegistryConfig}
+	return &helm.Puller{CacheDir: s.opts.Render.CacheDir, Offline: s.opts.Render.Offline, RegistryConfig: s.opts.RegistryConfig, RepositoryConfig: s.opts.RepositoryConfig}
 }

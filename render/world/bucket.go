@@ -70,38 +70,12 @@ func (s *state) bucketSource(ctx context.Context, namespace, name string) (strin
 // names; nil (anonymous) without either.
 func (s *state) bucketCredentials(b *bucket.Bucket) (*bucket.Credentials, error) {
 	if ref := b.Spec.SecretRef; ref != nil && ref.Name != "" {
-		if obj, ok := s.find("", "Secret", b.Namespace, ref.Name); ok {
-			if _, encrypted := obj.Object["sops"]; !encrypted {
-				var sec struct {
-					Data       map[string]string `json:"data"`
-					StringData map[string]string `json:"stringData"`
-				}
-				if err := decodeSpec(obj, &sec); err != nil {
-					return nil, fmt.Errorf("reading Secret %s/%s: %w", b.Namespace, ref.Name, err)
-				}
-				value := func(k string) (string, error) {
-					if v, ok := sec.StringData[k]; ok {
-						return v, nil
-					}
-					raw, err := base64.StdEncoding.DecodeString(sec.Data[k])
-					if err != nil {
-						// Never the value: it is a secret.
-						return "", fmt.Errorf("reading Secret %s/%s: data.%s is not base64", b.Namespace, ref.Name, k)
-					}
-					return string(raw), nil
-				}
-				ak, err := value("accesskey")
-				if err != nil {
-					return nil, err
-				}
-				sk, err := value("secretkey")
-				if err != nil {
-					return nil, err
-				}
-				if ak != "" && sk != "" {
-					return &bucket.Credentials{AccessKey: ak, SecretKey: sk, From: fmt.Sprintf("Secret %s/%s", b.Namespace, ref.Name)}, nil
-				}
-			}
+		v, err := s.plainSecret(b.Namespace, ref.Name, "accesskey", "secretkey")
+		if err != nil {
+			return nil, err
+		}
+		if v["accesskey"] != "" && v["secretkey"] != "" {
+			return &bucket.Credentials{AccessKey: v["accesskey"], SecretKey: v["secretkey"], From: fmt.Sprintf("Secret %s/%s", b.Namespace, ref.Name)}, nil
 		}
 	}
 	dir := s.opts.BucketSecret
@@ -124,4 +98,38 @@ func (s *state) bucketCredentials(b *bucket.Bucket) (*bucket.Credentials, error)
 		return nil, err
 	}
 	return &bucket.Credentials{AccessKey: ak, SecretKey: sk, From: "--bucket-secret " + dir}, nil
+}
+
+// plainSecret returns the values of keys of the Secret namespace/name when
+// the repository holds it in plain data or stringData; nil when it does
+// not (not there, or encrypted with SOPS).
+func (s *state) plainSecret(namespace, name string, keys ...string) (map[string]string, error) {
+	obj, ok := s.find("", "Secret", namespace, name)
+	if !ok {
+		return nil, nil
+	}
+	if _, encrypted := obj.Object["sops"]; encrypted {
+		return nil, nil
+	}
+	var sec struct {
+		Data       map[string]string `json:"data"`
+		StringData map[string]string `json:"stringData"`
+	}
+	if err := decodeSpec(obj, &sec); err != nil {
+		return nil, fmt.Errorf("reading Secret %s/%s: %w", namespace, name, err)
+	}
+	out := map[string]string{}
+	for _, k := range keys {
+		if v, ok := sec.StringData[k]; ok {
+			out[k] = v
+			continue
+		}
+		raw, err := base64.StdEncoding.DecodeString(sec.Data[k])
+		if err != nil {
+			// Never the value: it is a secret.
+			return nil, fmt.Errorf("reading Secret %s/%s: data.%s is not base64", namespace, name, k)
+		}
+		out[k] = string(raw)
+	}
+	return out, nil
 }

@@ -25,6 +25,12 @@ func (s *state) ociArtifact(ctx context.Context, namespace, name string) (string
 		return "", err
 	}
 	p := &flux.OCIPuller{CacheDir: s.opts.Render.CacheDir, Offline: s.opts.Render.Offline, RegistryConfig: s.opts.RegistryConfig}
+	if repo.SecretRef != "" {
+		if p.SecretConfig, err = s.dockerConfigSecret(namespace, repo.SecretRef); err != nil {
+			return "", fmt.Errorf("OCIRepository %s/%s: %w", namespace, name, err)
+		}
+		p.SecretName = "Secret " + namespace + "/" + repo.SecretRef
+	}
 	art, err := p.Pull(ctx, repo)
 	if err != nil {
 		return "", err
@@ -88,4 +94,31 @@ func (s *state) ociChart(ctx context.Context, namespace, name string) (*helm.Cha
 		return nil, fmt.Errorf("OCIRepository %s/%s (%s): the artifact holds no Helm chart", namespace, name, s.labels[dir])
 	}
 	return s.loadChart(ctx, filepath.Dir(matches[0]), dir)
+}
+
+// dockerConfigSecret writes the .dockerconfigjson of the docker-registry
+// Secret namespace/name to a private file and returns its path, when the
+// repository holds the Secret in plain data or stringData; "" when it does
+// not (not there, or encrypted with SOPS): the registry then gets the
+// credentials of --registry-config.
+func (s *state) dockerConfigSecret(namespace, name string) (string, error) {
+	const key = ".dockerconfigjson"
+	v, err := s.plainSecret(namespace, name, key)
+	if err != nil {
+		return "", err
+	}
+	config := v[key]
+	if config == "" {
+		return "", nil
+	}
+	dir, err := os.MkdirTemp("", "truce-registry-")
+	if err != nil {
+		return "", err
+	}
+	s.cleanup = append(s.cleanup, func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		return "", fmt.Errorf("writing the registry credentials of Secret %s/%s: %w", namespace, name, err)
+	}
+	return path, nil
 }

@@ -1,6 +1,8 @@
 package world
 
 import (
+	"encoding/base64"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -110,14 +112,38 @@ metadata: {name: app, namespace: flux-system}
 spec: {interval: 1m, url: 'oci://` + reg.Host() + `/manifests/app', insecure: true, ref: {tag: v1.0.0}}
 ---
 ` + appKustomization("OCIRepository", "app")
+	// source-controller's own credentials: a docker-registry Secret the
+	// repository holds in plain data, or a cloud provider's identity.
+	secret := func(user, pass string) string {
+		raw, err := os.ReadFile(reg.DockerConfig(t, user, pass))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Replace(more, "insecure: true,", "insecure: true, secretRef: {name: regcred},", 1) + `
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: regcred, namespace: flux-system}
+type: kubernetes.io/dockerconfigjson
+data: {.dockerconfigjson: ` + base64.StdEncoding.EncodeToString(raw) + `}
+`
+	}
 	for _, tc := range []struct {
-		name, config, problem string
+		name, config, repo, problem string
 	}{
-		{"right credentials", reg.DockerConfig(t, "truce", password), ""},
-		{"wrong credentials", reg.DockerConfig(t, "truce", "nope"), "the registry refused access with the credentials of --registry-config"},
+		{"right credentials", reg.DockerConfig(t, "truce", password), more, ""},
+		{"wrong credentials", reg.DockerConfig(t, "truce", "nope"), more, "the registry refused access with the credentials of --registry-config"},
+		{"the OCIRepository's Secret", "", secret("truce", password), ""},
+		// Only the Secret's credentials are sent, as source-controller
+		// sends them: --registry-config's right ones are not tried.
+		{"a wrong Secret of the OCIRepository", reg.DockerConfig(t, "truce", password), secret("truce", "nope"), "the registry refused access with the credentials of Secret flux-system/regcred:"},
+		{"a Secret not in the repository", "", strings.Replace(more, "insecure: true,", "insecure: true, secretRef: {name: elsewhere},", 1),
+			"spec.secretRef elsewhere is not in the repository as plain data: pass its .dockerconfigjson with --registry-config"},
+		{"a cloud provider", "", strings.Replace(more, "insecure: true,", "insecure: true, provider: aws,", 1),
+			"spec.provider aws signs in with the cluster's cloud identity, which truce does not have"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			root := fluxCluster(t, more)
+			root := fluxCluster(t, tc.repo)
 			opts := offline(t, root)
 			opts.Render.Offline = false
 			opts.RegistryConfig = tc.config

@@ -117,7 +117,7 @@ func (s *state) followable(objs []manifest.Object) bool {
 // else is read as manifest.LoadPaths reads it.
 func (l *loader) entryFiles(ctx context.Context, p string) ([]manifest.Object, error) {
 	if _, err := os.Stat(filepath.Join(p, "Chart.yaml")); err == nil {
-		ch, err := helm.Load(ctx, p, helm.LoadOptions{Puller: &helm.Puller{CacheDir: l.opts.Render.CacheDir, Offline: l.opts.Render.Offline, RegistryConfig: l.opts.RegistryConfig}, RepositoryRoot: l.root})
+		ch, err := helm.Load(ctx, p, helm.LoadOptions{Puller: &helm.Puller{CacheDir: l.opts.Render.CacheDir, Offline: l.opts.Render.Offline, RegistryConfig: l.opts.RegistryConfig, RepositoryConfig: l.opts.RepositoryConfig}, RepositoryRoot: l.root})
 		if err != nil {
 			return nil, err
 		}

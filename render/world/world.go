@@ -46,6 +46,10 @@ type Options struct {
 	// is Helm's, as `helm registry login` writes it. Docker's
 	// config.json is read after it, as Helm does.
 	RegistryConfig string
+	// RepositoryConfig is a Helm repositories file (repositories.yaml,
+	// Helm's --repository-config) giving HTTP chart repositories their
+	// credentials by URL; empty reads them anonymously.
+	RepositoryConfig string
 }
 
 // Unit kinds.

@@ -1,0 +1,178 @@
+package gatekeeper
+
+import (
+	"context"
+	"fmt"
+
+	frameworksapis "github.com/open-policy-agent/frameworks/constraint/pkg/apis"
+	constraintclient "github.com/open-policy-agent/frameworks/constraint/pkg/client"
+	"github.com/open-policy-agent/frameworks/constraint/pkg/client/drivers/rego"
+	"github.com/open-policy-agent/frameworks/constraint/pkg/core/templates"
+	"github.com/open-policy-agent/gatekeeper/v3/pkg/target"
+	"github.com/open-policy-agent/gatekeeper/v3/pkg/util"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+const (
+	templatesGroup   = "templates.gatekeeper.sh"
+	constraintsGroup = "constraints.gatekeeper.sh"
+)
+
+var templateScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := frameworksapis.AddToScheme(s); err != nil {
+		panic(fmt.Sprintf("registering the constraint framework's API types: %v", err))
+	}
+	if err := apiextensions.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+// newConstraintClient returns the constraint framework's client as
+// Gatekeeper's webhook builds it (main.go setupControllers): the Kubernetes
+// validation target, the Rego driver with referential data
+// ("inventory") enabled, the webhook enforcement point. Gatekeeper's CEL
+// driver (k8scel) does not build against Kubernetes 1.37, so it is absent.
+func newConstraintClient() (*constraintclient.Client, error) {
+	driver, err := rego.New(rego.Tracing(false), rego.Externs("inventory"))
+	if err != nil {
+		return nil, fmt.Errorf("creating Gatekeeper's Rego driver: %w", err)
+	}
+	c, err := constraintclient.NewClient(
+		constraintclient.Targets(&target.K8sValidationTarget{}),
+		constraintclient.Driver(driver),
+		constraintclient.EnforcementPoints(util.WebhookEnforcementPoint),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("creating Gatekeeper's constraint client: %w", err)
+	}
+	return c, nil
+}
+
+// policies are Gatekeeper's validation policies: the client holding the
+// templates and constraints it ingested, and the CRD it generated for each
+// template.
+type policies struct {
+	client *constraintclient.Client
+	crds   []*unstructured.Unstructured
+	// unevaluated are the constraint kinds of templates the client
+	// cannot run (CEL only), with why; notEvaluated their constraints.
+	unevaluated  map[string]string
+	notEvaluated []notEvaluated
+}
+
+type notEvaluated struct {
+	constraint *unstructured.Unstructured
+	why        string
+}
+
+// unpredictable names the constraints that match review but were not
+// evaluated, with why, using Gatekeeper's own matcher.
+func (p *policies) unpredictable(review *target.AugmentedReview) []string {
+	if len(p.notEvaluated) == 0 {
+		return nil
+	}
+	tgt := &target.K8sValidationTarget{}
+	handled, gkReview, err := tgt.HandleReview(review)
+	if err != nil || !handled {
+		return nil
+	}
+	var out []string
+	for _, n := range p.notEvaluated {
+		m, err := tgt.ToMatcher(n.constraint)
+		if err != nil {
+			continue
+		}
+		if ok, err := m.Match(gkReview); err == nil && ok {
+			out = append(out, fmt.Sprintf("%s %s not evaluated: %s", n.constraint.GetKind(), n.constraint.GetName(), n.why))
+		}
+	}
+	return out
+}
+
+// readPolicies ingests the ConstraintTemplates and constraints among objs as
+// Gatekeeper's constraint template and constraint controllers do.
+func readPolicies(ctx context.Context, objs []*unstructured.Unstructured) (*policies, error) {
+	c, err := newConstraintClient()
+	if err != nil {
+		return nil, err
+	}
+	p := &policies{client: c, unevaluated: map[string]string{}}
+	for _, o := range objs {
+		if o.GroupVersionKind().Group != templatesGroup || o.GetKind() != "ConstraintTemplate" {
+			continue
+		}
+		ct, err := unversionedTemplate(o)
+		if err != nil {
+			return nil, err
+		}
+		crd, err := c.CreateCRD(ctx, ct)
+		if err != nil {
+			return nil, fmt.Errorf("reading Gatekeeper's ConstraintTemplate %s: %w", o.GetName(), err)
+		}
+		if _, err := c.AddTemplate(ctx, ct); err != nil {
+			// A template only Gatekeeper's CEL driver runs: its
+			// constraints are known, not evaluated.
+			p.unevaluated[ct.Spec.CRD.Spec.Names.Kind] = fmt.Sprintf("its ConstraintTemplate %s has no Rego, and Gatekeeper's CEL driver does not build against Kubernetes 1.37 (%v)", o.GetName(), err)
+		}
+		u, err := crdObject(crd)
+		if err != nil {
+			return nil, fmt.Errorf("reading Gatekeeper's ConstraintTemplate %s: %w", o.GetName(), err)
+		}
+		p.crds = append(p.crds, u)
+	}
+	for _, o := range objs {
+		if o.GroupVersionKind().Group != constraintsGroup {
+			continue
+		}
+		if _, err := c.AddConstraint(ctx, o); err != nil {
+			if why, ok := p.unevaluated[o.GetKind()]; ok {
+				p.notEvaluated = append(p.notEvaluated, notEvaluated{constraint: o, why: why})
+				continue
+			}
+			return nil, fmt.Errorf("reading Gatekeeper's %s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+	}
+	return p, nil
+}
+
+// unversionedTemplate converts a stored ConstraintTemplate to the type the
+// client takes, as Gatekeeper's controller does.
+func unversionedTemplate(o *unstructured.Unstructured) (*templates.ConstraintTemplate, error) {
+	versioned, err := templateScheme.New(o.GroupVersionKind())
+	if err != nil {
+		return nil, fmt.Errorf("reading Gatekeeper's ConstraintTemplate %s: %w", o.GetName(), err)
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, versioned); err != nil {
+		return nil, fmt.Errorf("reading Gatekeeper ConstraintTemplate %s: %w", o.GetName(), err)
+	}
+	ct := &templates.ConstraintTemplate{}
+	if err := templateScheme.Convert(versioned, ct, nil); err != nil {
+		return nil, fmt.Errorf("reading Gatekeeper ConstraintTemplate %s: %w", o.GetName(), err)
+	}
+	return ct, nil
+}
+
+// crdObject is the CRD Gatekeeper creates for a template, as stored.
+func crdObject(crd *apiextensions.CustomResourceDefinition) (*unstructured.Unstructured, error) {
+	v1 := &apiextensionsv1.CustomResourceDefinition{}
+	if err := templateScheme.Convert(crd, v1, nil); err != nil {
+		return nil, err
+	}
+	v1.APIVersion, v1.Kind = "apiextensions.k8s.io/v1", "CustomResourceDefinition"
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(v1)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	unstructured.RemoveNestedField(u.Object, "status")
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	return u, nil
+}

@@ -1,0 +1,3 @@
+package gatekeeper
+
+//go:generate go run ./internal/deploygen

@@ -1,0 +1,144 @@
+package gatekeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/open-policy-agent/gatekeeper/v3/pkg/controller/config/process"
+	"github.com/open-policy-agent/gatekeeper/v3/pkg/mutation"
+	"github.com/open-policy-agent/gatekeeper/v3/pkg/mutation/match"
+	mutationtypes "github.com/open-policy-agent/gatekeeper/v3/pkg/mutation/types"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// mutatePath is where Gatekeeper's mutating webhook configuration calls it.
+const mutatePath = "/v1/mutate"
+
+// serviceAccount is Gatekeeper's own: it does not mutate its own writes.
+const serviceAccount = "system:serviceaccount:" + Namespace + ":gatekeeper-admin"
+
+// gatekeeperGroups are the API groups of Gatekeeper's own resources, which
+// its webhooks let through unmutated (pkg/webhook/common.go
+// isGatekeeperResource).
+var gatekeeperGroups = map[string]bool{
+	"templates.gatekeeper.sh":    true,
+	"constraints.gatekeeper.sh":  true,
+	mutationsGroup:               true,
+	configGroup:                  true,
+	"externaldata.gatekeeper.sh": true,
+	"expansion.gatekeeper.sh":    true,
+	"status.gatekeeper.sh":       true,
+}
+
+// mutationHandler answers as Gatekeeper's mutation webhook
+// (pkg/webhook/mutation.go, mutationHandler.Handle and mutateRequest, in
+// the same order of checks); Gatekeeper's type is unexported and wired to a
+// controller manager, so the steps are repeated here around Gatekeeper's
+// own mutation system, excluder and patch builder.
+type mutationHandler struct {
+	system     *mutation.System
+	excluder   *process.Excluder
+	namespaces map[string]*corev1.Namespace
+}
+
+// newMutationWebhook serves the handler as Gatekeeper does: a
+// controller-runtime admission webhook.
+func newMutationWebhook(system *mutation.System, excluder *process.Excluder, namespaces map[string]*corev1.Namespace) http.Handler {
+	return &admission.Webhook{Handler: &mutationHandler{system: system, excluder: excluder, namespaces: namespaces}}
+}
+
+func (h *mutationHandler) Handle(ctx context.Context, req admission.Request) admission.Response {
+	if req.UserInfo.Username == serviceAccount {
+		return admission.Allowed("Gatekeeper does not self-manage")
+	}
+	if !match.IsSupportedMutationOperation(req.Operation) {
+		return admission.Allowed("Mutating only on create or update")
+	}
+	if gatekeeperGroups[req.Kind.Group] {
+		return admission.Allowed("Not mutating gatekeeper resources")
+	}
+	// Gatekeeper logs an error of the exclusion check and goes on.
+	if excluded, err := isExcludedNamespace(h.excluder, &req.AdmissionRequest, process.Mutation); err == nil && excluded {
+		return admission.Allowed("Namespace is set to be ignored by Gatekeeper config")
+	}
+	return h.mutateRequest(ctx, &req)
+}
+
+func (h *mutationHandler) mutateRequest(ctx context.Context, req *admission.Request) admission.Response {
+	var ns *corev1.Namespace
+	switch {
+	case req.Kind.Kind == "Namespace" && req.Kind.Group == "":
+		// The namespace being written is its own namespace.
+		req.Namespace = ""
+		ns = &corev1.Namespace{}
+		if err := decodeInto(req.Object.Raw, ns); err != nil {
+			return admission.Errored(http.StatusInternalServerError, err)
+		}
+	case req.Namespace != "":
+		var ok bool
+		if ns, ok = h.namespaces[req.Namespace]; !ok {
+			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("namespaces %q not found", req.Namespace))
+		}
+	}
+	obj := unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON(req.Object.Raw); err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	// The request's namespace is the object's while mutating; the
+	// original is restored so no namespace patch is sent.
+	oldNS := obj.GetNamespace()
+	obj.SetNamespace(req.Namespace)
+	mutable := &mutationtypes.Mutable{
+		Object:    &obj,
+		Namespace: ns,
+		Username:  req.UserInfo.Username,
+		Source:    mutationtypes.SourceTypeOriginal,
+		Operation: req.Operation,
+	}
+	mutated, err := h.system.Mutate(ctx, mutable)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	if !mutated {
+		return admission.Allowed("Resource was not mutated")
+	}
+	mutable.Object.SetNamespace(oldNS)
+	newJSON, err := mutable.Object.MarshalJSON()
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	return admission.PatchResponseFromRaw(req.Object.Raw, newJSON)
+}
+
+// isExcludedNamespace is Gatekeeper's webhookHandler.skipExcludedNamespace
+// (pkg/webhook/common.go): the namespace of the object (the old one for a
+// DELETE) checked against its Config's exclusions for the process.
+func isExcludedNamespace(ex *process.Excluder, req *admissionv1.AdmissionRequest, p process.Process) (bool, error) {
+	data := req.Object.Raw
+	if req.Operation == admissionv1.Delete {
+		if req.OldObject.Raw == nil {
+			return false, errors.New("oldObject cannot be nil for DELETE operations")
+		}
+		data = req.OldObject.Raw
+	}
+	obj := &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON(data); err != nil {
+		return false, err
+	}
+	obj.SetNamespace(req.Namespace)
+	return ex.IsNamespaceExcluded(p, obj)
+}
+
+func decodeInto(raw []byte, into *corev1.Namespace) error {
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(raw); err != nil {
+		return err
+	}
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into)
+}

@@ -1,0 +1,119 @@
+package gatekeeper
+
+import (
+	"errors"
+	"fmt"
+
+	gkapis "github.com/open-policy-agent/gatekeeper/v3/apis"
+	mutationsunversioned "github.com/open-policy-agent/gatekeeper/v3/apis/mutations/unversioned"
+	mutationsv1 "github.com/open-policy-agent/gatekeeper/v3/apis/mutations/v1"
+	mutationsv1alpha1 "github.com/open-policy-agent/gatekeeper/v3/apis/mutations/v1alpha1"
+	"github.com/open-policy-agent/gatekeeper/v3/pkg/mutation"
+	"github.com/open-policy-agent/gatekeeper/v3/pkg/mutation/mutators"
+	"github.com/open-policy-agent/gatekeeper/v3/pkg/mutation/schema"
+	"github.com/open-policy-agent/gatekeeper/v3/pkg/mutation/types"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+const (
+	mutationsGroup = "mutations.gatekeeper.sh"
+	configGroup    = "config.gatekeeper.sh"
+)
+
+// scheme converts the mutators' served versions to the unversioned types
+// Gatekeeper's constructors take, with Gatekeeper's generated conversions.
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := gkapis.AddToScheme(s); err != nil {
+		panic(fmt.Sprintf("registering Gatekeeper's API types: %v", err))
+	}
+	return s
+}()
+
+// mutatorKinds build a mutator from each kind as Gatekeeper's mutator
+// controllers do (pkg/controller/mutators/instances): the object as the
+// server stores it (the CRDs' storage version, "None" conversion, so every
+// served version decodes into it), converted to the unversioned type, given
+// to the mutator's own constructor.
+var mutatorKinds = map[string]func(*unstructured.Unstructured) (types.Mutator, error){
+	"Assign": func(u *unstructured.Unstructured) (types.Mutator, error) {
+		v, un := &mutationsv1.Assign{}, &mutationsunversioned.Assign{}
+		if err := convert(u, v, un); err != nil {
+			return nil, err
+		}
+		return mutators.MutatorForAssign(un)
+	},
+	"AssignMetadata": func(u *unstructured.Unstructured) (types.Mutator, error) {
+		v, un := &mutationsv1.AssignMetadata{}, &mutationsunversioned.AssignMetadata{}
+		if err := convert(u, v, un); err != nil {
+			return nil, err
+		}
+		return mutators.MutatorForAssignMetadata(un)
+	},
+	"ModifySet": func(u *unstructured.Unstructured) (types.Mutator, error) {
+		v, un := &mutationsv1.ModifySet{}, &mutationsunversioned.ModifySet{}
+		if err := convert(u, v, un); err != nil {
+			return nil, err
+		}
+		return mutators.MutatorForModifySet(un)
+	},
+	"AssignImage": func(u *unstructured.Unstructured) (types.Mutator, error) {
+		v, un := &mutationsv1alpha1.AssignImage{}, &mutationsunversioned.AssignImage{}
+		if err := convert(u, v, un); err != nil {
+			return nil, err
+		}
+		return mutators.MutatorForAssignImage(un)
+	},
+}
+
+func convert(u *unstructured.Unstructured, versioned, unversioned runtime.Object) error {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, versioned); err != nil {
+		return err
+	}
+	return scheme.Convert(versioned, unversioned, nil)
+}
+
+// MutatorError is a mutator Gatekeeper would not ingest: its controller
+// reports the error in the mutator's status and leaves it out of the
+// system.
+type MutatorError struct {
+	Kind, Name string
+	Err        error
+}
+
+func (e *MutatorError) Error() string {
+	return fmt.Sprintf("Gatekeeper %s %s: %v", e.Kind, e.Name, e.Err)
+}
+
+func (e *MutatorError) Unwrap() error { return e.Err }
+
+// mutationSystem returns Gatekeeper's mutation system holding the mutators
+// among objs, and the mutators it could not ingest. A mutator whose
+// implied schema conflicts with another's is ingested and, as in
+// Gatekeeper, neither is applied.
+func mutationSystem(objs []*unstructured.Unstructured) (*mutation.System, []error) {
+	sys := mutation.NewSystem(mutation.SystemOpts{})
+	var errs []error
+	for _, o := range objs {
+		if o.GroupVersionKind().Group != mutationsGroup {
+			continue
+		}
+		build, ok := mutatorKinds[o.GetKind()]
+		if !ok {
+			continue
+		}
+		m, err := build(o)
+		if err != nil {
+			errs = append(errs, &MutatorError{Kind: o.GetKind(), Name: o.GetName(), Err: err})
+			continue
+		}
+		if err := sys.Upsert(m); err != nil {
+			var conflict schema.ErrConflictingSchema
+			if !errors.As(err, &conflict) {
+				errs = append(errs, &MutatorError{Kind: o.GetKind(), Name: o.GetName(), Err: err})
+			}
+		}
+	}
+	return sys, errs
+}

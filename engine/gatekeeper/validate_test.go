@@ -1,0 +1,228 @@
+package gatekeeper_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/truce-dev/truce/admission"
+)
+
+// requiredLabels is K8sRequiredLabels from the Gatekeeper policy library
+// (github.com/open-policy-agent/gatekeeper-library, Apache-2.0), shortened.
+const requiredLabels = `
+apiVersion: templates.gatekeeper.sh/v1
+kind: ConstraintTemplate
+metadata: {name: k8srequiredlabels}
+spec:
+  crd:
+    spec:
+      names: {kind: K8sRequiredLabels}
+      validation:
+        openAPIV3Schema:
+          type: object
+          properties:
+            labels: {type: array, items: {type: string}}
+  targets:
+  - target: admission.k8s.gatekeeper.sh
+    rego: |
+      package k8srequiredlabels
+      violation[{"msg": msg, "details": {"missing_labels": missing}}] {
+        provided := {label | input.review.object.metadata.labels[label]}
+        required := {label | label := input.parameters.labels[_]}
+        missing := required - provided
+        count(missing) > 0
+        msg := sprintf("you must provide labels: %v", [missing])
+      }
+`
+
+func constraint(name, action string) string {
+	return `
+apiVersion: constraints.gatekeeper.sh/v1beta1
+kind: K8sRequiredLabels
+metadata: {name: ` + name + `}
+spec:
+  enforcementAction: ` + action + `
+  match:
+    kinds: [{apiGroups: [""], kinds: [ConfigMap]}]
+  parameters: {labels: [owner]}
+`
+}
+
+const configMap = `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: c, namespace: %s, labels: {app: x}}
+`
+
+func TestValidation(t *testing.T) {
+	tests := []struct {
+		name      string
+		policies  string
+		namespace string
+		object    string
+		allowed   bool
+		message   string
+		warnings  []string
+	}{{
+		name:      "deny",
+		policies:  constraint("must-have-owner", "deny"),
+		namespace: "apps",
+		message:   `admission webhook "validation.gatekeeper.sh" denied the request: [must-have-owner] you must provide labels: {"owner"}`,
+	}, {
+		name:      "warn",
+		policies:  constraint("should-have-owner", "warn"),
+		namespace: "apps",
+		allowed:   true,
+		warnings:  []string{`[should-have-owner] you must provide labels: {"owner"}`},
+	}, {
+		name:      "dryrun only reports in audit",
+		policies:  constraint("owner-audit", "dryrun"),
+		namespace: "apps",
+		allowed:   true,
+	}, {
+		name:      "deny and warn together",
+		policies:  constraint("a-deny", "deny") + "\n---\n" + constraint("b-warn", "warn"),
+		namespace: "apps",
+		message:   `admission webhook "validation.gatekeeper.sh" denied the request: [a-deny] you must provide labels: {"owner"}`,
+		warnings:  []string{`[b-warn] you must provide labels: {"owner"}`},
+	}, {
+		name:      "a namespace labelled admission.gatekeeper.sh/ignore is not validated",
+		policies:  constraint("must-have-owner", "deny"),
+		namespace: "ignored",
+		allowed:   true,
+	}, {
+		name: "Config excludes a namespace from the validating webhook",
+		policies: constraint("must-have-owner", "deny") + `
+---
+apiVersion: config.gatekeeper.sh/v1alpha1
+kind: Config
+metadata: {name: config, namespace: gatekeeper-system}
+spec:
+  match:
+  - processes: ["*"]
+    excludedNamespaces: [excluded]
+`,
+		namespace: "excluded",
+		allowed:   true,
+	}, {
+		name:    "only exempt namespaces may carry the ignore label",
+		object:  "apiVersion: v1\nkind: Namespace\nmetadata: {name: sneaky, labels: {admission.gatekeeper.sh/ignore: x}}\n",
+		message: `admission webhook "check-ignore-label.gatekeeper.sh" denied the request: Only exempt namespace can have the admission.gatekeeper.sh/ignore label`,
+	}, {
+		name: "Gatekeeper's webhook refuses a mutator it cannot build",
+		object: `
+apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata: {name: bad}
+spec:
+  applyTo: [{groups: [""], kinds: [ConfigMap], versions: [v1]}]
+  location: metadata.labels.x
+  parameters: {assign: {value: y}}
+`,
+		message: `admission webhook "validation.gatekeeper.sh" denied the request: `,
+	}, {
+		name:    "an unknown enforcementAction is refused",
+		object:  constraint("odd", "block"),
+		message: `admission webhook "validation.gatekeeper.sh" denied the request: `,
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			chain := newChain(t, namespaces+"\n---\n"+requiredLabels+"\n---\n"+tc.policies)
+			doc := tc.object
+			if doc == "" {
+				doc = strings.ReplaceAll(configMap, "%s", tc.namespace)
+			}
+			res, err := chain.Admit(context.Background(), admission.Request{Object: objects(t, doc)[0]})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Allowed != tc.allowed {
+				t.Fatalf("allowed = %v (%s), want %v", res.Allowed, res.Message, tc.allowed)
+			}
+			if !tc.allowed && !strings.HasPrefix(res.Message, tc.message) {
+				t.Errorf("message = %q, want it to start with %q", res.Message, tc.message)
+			}
+			if diff := cmp.Diff(tc.warnings, res.Warnings, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("warnings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestConstraintKinds: the CRD Gatekeeper generates for a template makes
+// its constraints known kinds, validated by their parameters' schema.
+func TestConstraintKinds(t *testing.T) {
+	chain := newChain(t, namespaces+"\n---\n"+requiredLabels)
+	res, err := chain.Admit(context.Background(), admission.Request{Object: objects(t, `
+apiVersion: constraints.gatekeeper.sh/v1beta1
+kind: K8sRequiredLabels
+metadata: {name: wrong}
+spec:
+  parameters: {labels: "owner"}
+`)[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Allowed || !strings.Contains(res.Message, "spec.parameters.labels") {
+		t.Errorf("allowed=%v message=%q, want a schema error on spec.parameters.labels", res.Allowed, res.Message)
+	}
+}
+
+// TestCELTemplate: Gatekeeper's CEL driver does not build against
+// Kubernetes 1.37, so a CEL-only template's constraints are known (their
+// CRD is installed) but not evaluated, and a write they match says so.
+func TestCELTemplate(t *testing.T) {
+	chain := newChain(t, namespaces+`
+---
+apiVersion: templates.gatekeeper.sh/v1
+kind: ConstraintTemplate
+metadata: {name: k8scelrequiredowner}
+spec:
+  crd:
+    spec:
+      names: {kind: K8sCELRequiredOwner}
+  targets:
+  - target: admission.k8s.gatekeeper.sh
+    code:
+    - engine: K8sNativeValidation
+      source:
+        validations:
+        - expression: "has(object.metadata.labels) && 'owner' in object.metadata.labels"
+          message: "an owner label is required"
+---
+apiVersion: constraints.gatekeeper.sh/v1beta1
+kind: K8sCELRequiredOwner
+metadata: {name: owner}
+spec:
+  match:
+    kinds: [{apiGroups: [""], kinds: [ConfigMap]}]
+`)
+	res, err := chain.Admit(context.Background(), admission.Request{Object: objects(t, strings.ReplaceAll(configMap, "%s", "apps"))[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Allowed {
+		t.Errorf("denied (%s); the CEL driver is not expected to run", res.Message)
+	}
+	want := []string{"webhook validation.gatekeeper.sh: K8sCELRequiredOwner owner not evaluated: its ConstraintTemplate k8scelrequiredowner has no Rego, and Gatekeeper's CEL driver does not build against Kubernetes 1.37"}
+	if len(res.Unpredictable) != 1 || !strings.HasPrefix(res.Unpredictable[0], want[0]) {
+		t.Errorf("unpredictable = %q, want %q…", res.Unpredictable, want)
+	}
+	for k := range res.AuditAnnotations {
+		if strings.Contains(k, admission.UnpredictableAnnotation) {
+			t.Errorf("audit annotation %s left in the result", k)
+		}
+	}
+	// A write the constraint does not match is predictable.
+	res, err = chain.Admit(context.Background(), admission.Request{Object: objects(t, "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: apps}\n")[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Unpredictable) != 0 {
+		t.Errorf("unpredictable = %q for a Secret the constraint does not match", res.Unpredictable)
+	}
+}
