@@ -1,22 +1,24 @@
 package kyverno
 
 import (
+	"bytes"
+	"compress/gzip"
 	"fmt"
 	"sort"
+	"sync"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/openapi"
 
 	"github.com/truce-dev/truce/schema"
 )
 
-// discovery returns the cluster's API resources as kube-apiserver's
-// discovery lists them: the built-ins of Kubernetes 1.37 and the CRDs
-// among objs. Kyverno turns a policy's kinds into webhook rules and
-// matches requests through it.
-func discovery(objs []*unstructured.Unstructured) ([]*metav1.APIResourceList, error) {
+// registry returns the cluster's schemas: the built-ins of Kubernetes 1.37
+// and the CRDs among objs.
+func registry(objs []*unstructured.Unstructured) (*schema.Registry, error) {
 	reg, err := schema.NewRegistry()
 	if err != nil {
 		return nil, err
@@ -33,6 +35,13 @@ func discovery(objs []*unstructured.Unstructured) ([]*metav1.APIResourceList, er
 			return nil, fmt.Errorf("reading CustomResourceDefinition %s: %w", o.GetName(), err)
 		}
 	}
+	return reg, nil
+}
+
+// discovery returns the API resources of reg as kube-apiserver's discovery
+// lists them. Kyverno turns a policy's kinds into webhook rules and
+// matches requests through it.
+func discovery(reg *schema.Registry) []*metav1.APIResourceList {
 	byGV := map[string]*metav1.APIResourceList{}
 	for _, r := range reg.Resources() {
 		gv := r.GVR.GroupVersion().String()
@@ -72,6 +81,51 @@ func discovery(objs []*unstructured.Unstructured) ([]*metav1.APIResourceList, er
 	out := make([]*metav1.APIResourceList, 0, len(gvs))
 	for _, gv := range gvs {
 		out = append(out, byGV[gv])
+	}
+	return out
+}
+
+// docCache keeps the gzipped OpenAPI documents sent to the helper, by their
+// server-relative URL (which carries the document's hash): the built-in
+// documents are the same for every chain a process builds.
+type docCache struct {
+	mu sync.Mutex
+	gz map[string][]byte
+}
+
+// gzipped returns every document of c by path ("api/v1", "apis/apps/v1"),
+// gzipped JSON, as the helper's protocol carries them.
+func (d *docCache) gzipped(c openapi.Client) (map[string][]byte, error) {
+	paths, err := c.Paths()
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.gz == nil {
+		d.gz = map[string][]byte{}
+	}
+	out := make(map[string][]byte, len(paths))
+	for p, gv := range paths {
+		key := gv.ServerRelativeURL()
+		if z, ok := d.gz[key]; ok {
+			out[p] = z
+			continue
+		}
+		doc, err := gv.Schema(runtime.ContentTypeJSON)
+		if err != nil {
+			return nil, fmt.Errorf("OpenAPI document %s: %w", p, err)
+		}
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		if _, err := zw.Write(doc); err != nil {
+			return nil, err
+		}
+		if err := zw.Close(); err != nil {
+			return nil, err
+		}
+		d.gz[key] = buf.Bytes()
+		out[p] = buf.Bytes()
 	}
 	return out, nil
 }

@@ -20,8 +20,9 @@ import (
 // module engine/kyverno/helper.
 const HelperName = "truce-kyverno"
 
-// HelperEnv names the helper's path when it is neither next to the truce
-// executable nor on PATH.
+// HelperEnv names the helper's path; set, it wins over the helper next to
+// the truce executable and on PATH (an explicit choice, and how `make
+// unit` hands the tests the helper it built once).
 const HelperEnv = "TRUCE_KYVERNO"
 
 // LogEnv, set to anything, makes the helper log Kyverno's messages (and
@@ -29,11 +30,17 @@ const HelperEnv = "TRUCE_KYVERNO"
 const LogEnv = "TRUCE_KYVERNO_LOG"
 
 // protocolVersion must match the helper's ProtocolVersion.
-const protocolVersion = 1
+const protocolVersion = 2
 
-// FindHelper returns the helper's path: next to the running executable,
-// else on PATH, else $TRUCE_KYVERNO.
+// FindHelper returns the helper's path: $TRUCE_KYVERNO, else next to the
+// running executable, else on PATH.
 func FindHelper() (string, error) {
+	if p := os.Getenv(HelperEnv); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%s=%s: %w", HelperEnv, p, err)
+		}
+		return p, nil
+	}
 	if exe, err := os.Executable(); err == nil {
 		p := filepath.Join(filepath.Dir(exe), HelperName)
 		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
@@ -43,13 +50,7 @@ func FindHelper() (string, error) {
 	if p, err := exec.LookPath(HelperName); err == nil {
 		return p, nil
 	}
-	if p := os.Getenv(HelperEnv); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("%s=%s: %w", HelperEnv, p, err)
-		}
-		return p, nil
-	}
-	return "", fmt.Errorf("Kyverno policies need the helper %s, found neither next to truce, nor on PATH, nor in $%s: "+
+	return "", fmt.Errorf("Kyverno policies need the helper %s, found neither in $%s, nor next to truce, nor on PATH: "+
 		"build it with `make build` (bin/%s) or `cd engine/kyverno/helper && go install ./cmd/truce-kyverno` "+
 		"(see docs/kyverno.md)", HelperName, HelperEnv, HelperName)
 }
@@ -68,6 +69,7 @@ type loadRequest struct {
 	Objects   []json.RawMessage         `json:"objects"`
 	Resources []*metav1.APIResourceList `json:"resources"`
 	CABundle  []byte                    `json:"caBundle"`
+	OpenAPI   map[string][]byte         `json:"openAPI,omitempty"`
 }
 
 type reviewRequest struct {

@@ -33,6 +33,10 @@ func TestFindHelperEnv(t *testing.T) {
 	if _, err := kyverno.FindHelper(); err == nil || !strings.Contains(err.Error(), "TRUCE_KYVERNO=/nonexistent/truce-kyverno") {
 		t.Fatalf("FindHelper: %v, want an error naming $TRUCE_KYVERNO", err)
 	}
+	t.Setenv(kyverno.HelperEnv, helperPath)
+	if p, err := kyverno.FindHelper(); err != nil || p != helperPath {
+		t.Fatalf("FindHelper = %q, %v; want $TRUCE_KYVERNO, %s", p, err, helperPath)
+	}
 	t.Setenv(kyverno.HelperEnv, "")
 	if _, err := kyverno.FindHelper(); err == nil || !strings.Contains(err.Error(), "make build") {
 		t.Fatalf("FindHelper: %v, want an error saying how to build the helper", err)

@@ -49,10 +49,22 @@ func IsKyvernoKind(gk k8sschema.GroupKind) bool {
 	return gk.Group == GroupLegacy || gk.Group == GroupCEL
 }
 
-// policyKinds are the kinds that make a cluster need Kyverno.
+// policyKinds are the kinds that make a cluster need Kyverno: the kinds
+// truce evaluates with it.
 var policyKinds = map[k8sschema.GroupKind]bool{
-	{Group: GroupLegacy, Kind: "ClusterPolicy"}: true,
-	{Group: GroupLegacy, Kind: "Policy"}:        true,
+	{Group: GroupLegacy, Kind: "ClusterPolicy"}:           true,
+	{Group: GroupLegacy, Kind: "Policy"}:                  true,
+	{Group: GroupCEL, Kind: "ValidatingPolicy"}:           true,
+	{Group: GroupCEL, Kind: "NamespacedValidatingPolicy"}: true,
+	{Group: GroupCEL, Kind: "MutatingPolicy"}:             true,
+	{Group: GroupCEL, Kind: "NamespacedMutatingPolicy"}:   true,
+}
+
+// mutatingPolicyKinds are the CEL kinds whose ApplyConfigurations need the
+// cluster's OpenAPI documents.
+var mutatingPolicyKinds = map[k8sschema.GroupKind]bool{
+	{Group: GroupCEL, Kind: "MutatingPolicy"}:           true,
+	{Group: GroupCEL, Kind: "NamespacedMutatingPolicy"}: true,
 }
 
 // IsPolicy reports whether objects of gk are Kyverno policies: a cluster
@@ -82,6 +94,7 @@ type Engine struct {
 	cert    tls.Certificate
 	crds    []*unstructured.Unstructured
 	initErr error
+	docs    docCache
 }
 
 // Options configure an Engine.
@@ -157,14 +170,19 @@ func (e *Engine) Install(ctx context.Context, objs []*unstructured.Unstructured)
 	if !HasPolicies(objs) {
 		return inst, nil
 	}
-	res, err := discovery(append(objs, e.crds...))
+	reg, err := registry(append(objs, e.crds...))
 	if err != nil {
 		return nil, err
 	}
-	load := &loadRequest{Resources: res, CABundle: e.ca.PEM}
+	load := &loadRequest{Resources: discovery(reg), CABundle: e.ca.PEM}
 	for _, o := range objs {
 		if !readByKyverno(o) {
 			continue
+		}
+		if mutatingPolicyKinds[o.GroupVersionKind().GroupKind()] && load.OpenAPI == nil {
+			if load.OpenAPI, err = e.docs.gzipped(reg.OpenAPIClient()); err != nil {
+				return nil, fmt.Errorf("the cluster's OpenAPI documents for Kyverno's MutatingPolicies: %w", err)
+			}
 		}
 		raw, err := json.Marshal(o.Object)
 		if err != nil {
@@ -197,6 +215,11 @@ func readByKyverno(o *unstructured.Unstructured) bool {
 	switch {
 	case gvk.Group == GroupLegacy:
 		return gvk.Kind == "ClusterPolicy" || gvk.Kind == "Policy" || gvk.Kind == "PolicyException"
+	case gvk.Group == GroupCEL:
+		// The CEL kinds the helper evaluates and their exceptions; the
+		// others (GeneratingPolicy, DeletingPolicy, ImageValidatingPolicy)
+		// are not evaluated yet (docs/kyverno.md).
+		return policyKinds[gvk.GroupKind()] || gvk.Kind == "PolicyException"
 	case gvk.Group == "" && gvk.Kind == "Namespace":
 		return true
 	case gvk.Group == "rbac.authorization.k8s.io":

@@ -9,20 +9,28 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/truce-dev/truce/engine/kyverno"
 )
 
 // helperPath is the truce-kyverno the tests built.
 var helperPath string
 
 // TestMain builds the helper once, from the nested module, into a
-// temporary directory. A cold build of Kyverno takes minutes (see
-// docs/kyverno.md); the Go build cache makes later ones quick.
+// temporary directory, unless $TRUCE_KYVERNO names one already built (make
+// unit builds bin/truce-kyverno once for every package's tests). A cold
+// build of Kyverno takes minutes (see docs/kyverno.md); the Go build cache
+// makes later ones quick.
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
 func run(m *testing.M) int {
 	flag.Parse()
+	if p := os.Getenv(kyverno.HelperEnv); p != "" {
+		helperPath = p
+		return m.Run()
+	}
 	dir, err := os.MkdirTemp("", "truce-kyverno-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -34,12 +34,15 @@ func defaultConfiguration() (config.Configuration, error) {
 	return c, nil
 }
 
+// reportingConfig is the reporting configuration of Kyverno's main.
+var reportingConfig reportutils.ReportingConfiguration
+
 // setupGlobals sets what Kyverno's main sets up before its handlers run:
 // the reporting configuration its handlers consult and the reports
 // breaker, open as with admission reports disabled (truce writes no
 // reports).
 func setupGlobals() {
-	_ = reportutils.NewReportingConfig([]string{"pass", "fail", "warn", "error", "skip"}, "validate", "mutate", "mutateExisting", "generate", "imageVerify")
+	reportingConfig = reportutils.NewReportingConfig([]string{"pass", "fail", "warn", "error", "skip"}, "validate", "mutate", "mutateExisting", "generate", "imageVerify")
 	breaker.SetReportsBreaker(breaker.NewBreaker("admission reports", func(context.Context) bool { return true }))
 }
 

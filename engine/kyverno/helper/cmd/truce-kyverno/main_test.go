@@ -11,8 +11,8 @@ import (
 
 func TestServe(t *testing.T) {
 	in := strings.Join([]string{
-		`{"v":1,"id":1,"op":"hello"}`,
-		`{"v":1,"id":2,"op":"review","review":{"set":"missing","path":"/mutate","review":{}}}`,
+		`{"v":2,"id":1,"op":"hello"}`,
+		`{"v":2,"id":2,"op":"review","review":{"set":"missing","path":"/mutate","review":{}}}`,
 		`{"v":9,"id":3,"op":"hello"}`,
 		`not json`,
 	}, "\n") + "\n"

@@ -12,7 +12,7 @@ import (
 // helper. A request of another version is refused, so a truce and a helper
 // built from different commits fail with a clear error instead of
 // misreading each other.
-const ProtocolVersion = 1
+const ProtocolVersion = 2
 
 // The operations of the protocol.
 const (
@@ -51,6 +51,12 @@ type LoadRequest struct {
 	Resources []*metav1.APIResourceList `json:"resources"`
 	// CABundle is the PEM CA the webhook configurations carry.
 	CABundle []byte `json:"caBundle"`
+	// OpenAPI are the cluster's OpenAPI v3 documents by server path
+	// ("api/v1", "apis/apps/v1"), gzipped JSON, as kube-apiserver serves
+	// them under /openapi/v3: MutatingPolicies apply their
+	// ApplyConfigurations with type converters built from them. Sent only
+	// when the set holds MutatingPolicies.
+	OpenAPI map[string][]byte `json:"openAPI,omitempty"`
 }
 
 // ReviewRequest is an AdmissionReview sent to Path of a set.

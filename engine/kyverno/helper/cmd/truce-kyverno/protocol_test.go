@@ -9,16 +9,16 @@ func TestDecodeRequest(t *testing.T) {
 	tests := []struct {
 		name, line, wantErr string
 	}{
-		{name: "hello", line: `{"v":1,"id":1,"op":"hello"}`},
-		{name: "load", line: `{"v":1,"id":2,"op":"load","load":{"objects":[]}}`},
-		{name: "review", line: `{"v":1,"id":3,"op":"review","review":{"set":"s","path":"/mutate","review":{}}}`},
-		{name: "unload", line: `{"v":1,"id":4,"op":"unload","set":"s"}`},
+		{name: "hello", line: `{"v":2,"id":1,"op":"hello"}`},
+		{name: "load", line: `{"v":2,"id":2,"op":"load","load":{"objects":[]}}`},
+		{name: "review", line: `{"v":2,"id":3,"op":"review","review":{"set":"s","path":"/mutate","review":{}}}`},
+		{name: "unload", line: `{"v":2,"id":4,"op":"unload","set":"s"}`},
 		{name: "other version", line: `{"v":2,"op":"hello"}`, wantErr: "protocol version 2"},
 		{name: "no version", line: `{"op":"hello"}`, wantErr: "protocol version 0"},
-		{name: "unknown op", line: `{"v":1,"op":"apply"}`, wantErr: `unknown operation "apply"`},
-		{name: "load without body", line: `{"v":1,"op":"load"}`, wantErr: "no load field"},
-		{name: "review without set", line: `{"v":1,"op":"review","review":{"path":"/mutate","review":{}}}`, wantErr: "set, path and review are required"},
-		{name: "unload without set", line: `{"v":1,"op":"unload"}`, wantErr: "no set"},
+		{name: "unknown op", line: `{"v":2,"op":"apply"}`, wantErr: `unknown operation "apply"`},
+		{name: "load without body", line: `{"v":2,"op":"load"}`, wantErr: "no load field"},
+		{name: "review without set", line: `{"v":2,"op":"review","review":{"path":"/mutate","review":{}}}`, wantErr: "set, path and review are required"},
+		{name: "unload without set", line: `{"v":2,"op":"unload"}`, wantErr: "no set"},
 		{name: "not JSON", line: `hello`, wantErr: "decoding a request"},
 	}
 	for _, tt := range tests {
@@ -36,11 +36,11 @@ func TestDecodeRequest(t *testing.T) {
 
 func FuzzDecodeRequest(f *testing.F) {
 	for _, s := range []string{
-		`{"v":1,"id":1,"op":"hello"}`,
-		`{"v":1,"id":2,"op":"load","load":{"objects":[{"kind":"Namespace"}],"caBundle":"AA=="}}`,
-		`{"v":1,"id":3,"op":"review","review":{"set":"s","path":"/mutate","review":{}}}`,
-		`{"v":1,"op":"unload","set":"x"}`,
-		`{"v":1,"op":"load","load":null}`,
+		`{"v":2,"id":1,"op":"hello"}`,
+		`{"v":2,"id":2,"op":"load","load":{"objects":[{"kind":"Namespace"}],"caBundle":"AA=="}}`,
+		`{"v":2,"id":3,"op":"review","review":{"set":"s","path":"/mutate","review":{}}}`,
+		`{"v":2,"op":"unload","set":"x"}`,
+		`{"v":2,"op":"load","load":null}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -154,7 +154,19 @@ func decodeObjects(raws []json.RawMessage) (*decoded, error) {
 		if err := json.Unmarshal(raw, &tm); err != nil {
 			return nil, fmt.Errorf("object %d: %w", i, err)
 		}
-		gvk := tm.GroupVersionKind()
+		gvk := storedVersion(tm.GroupVersionKind())
+		if gvk != tm.GroupVersionKind() {
+			var u map[string]any
+			if err := json.Unmarshal(raw, &u); err != nil {
+				return nil, fmt.Errorf("object %d: %w", i, err)
+			}
+			u["apiVersion"] = gvk.GroupVersion().String()
+			stored, err := json.Marshal(u)
+			if err != nil {
+				return nil, fmt.Errorf("object %d: %w", i, err)
+			}
+			raw = stored
+		}
 		var obj runtime.Object
 		var err error
 		switch {
@@ -289,16 +301,27 @@ func buildSet(parent context.Context, req *LoadRequest) (ps *policySet, err erro
 		updaterequest.NewFake(), event.NewFake(),
 		false, backgroundServiceAccount, reportsServiceAccount, jp, 1, 1,
 	)
-	mux := newMux(configuration, webhooks.ResourceHandlers{
+	rh := webhooks.ResourceHandlers{
 		Mutation:   webhooks.HandlerFunc(resourceHandlers.Mutate),
 		Validation: webhooks.HandlerFunc(resourceHandlers.Validate),
-	}, rbLister, crbLister, client.Discovery())
+	}
+	var warnings []string
+	if cel := sortCEL(d.kyverno); !cel.empty() {
+		ch, err := newCELHandlers(cel, client, kubeClient, kyvernoClient, nsLister, kubeInformer.Core().V1().Secrets().Lister(), req.OpenAPI)
+		if err != nil {
+			return nil, err
+		}
+		rh.ValidatingPolicies, rh.NamespacedValidatingPolicies = ch.ValidatingPolicies, ch.NamespacedValidatingPolicies
+		rh.MutatingPolicies, rh.NamespacedMutatingPolicies = ch.MutatingPolicies, ch.NamespacedMutatingPolicies
+		warnings = ch.warnings
+	}
+	mux := newMux(configuration, rh, rbLister, crbLister, client.Discovery())
 
 	configs, err := hooks.build(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &policySet{cancel: cancel, mux: mux, webhooks: configs}, nil
+	return &policySet{cancel: cancel, mux: mux, webhooks: configs, warnings: warnings}, nil
 }
 
 // newMux routes the resource webhook paths as Kyverno's server does
@@ -330,5 +353,27 @@ func newMux(configuration config.Configuration, rh webhooks.ResourceHandlers, rb
 	}
 	register(config.MutatingWebhookServicePath, rh.Mutation, true)
 	register(config.ValidatingWebhookServicePath, rh.Validation, false)
+	// The CEL policies' paths carry the policies' names; their handlers
+	// take no failure policy (the webhook configuration's applies) and
+	// filter as pkg/webhooks/server.go does: no operation filter.
+	cel := func(path string, h webhooks.Handler) {
+		if h == nil {
+			return
+		}
+		hf := handlers.FromAdmissionFunc(path, func(ctx context.Context, logger logr.Logger, request handlers.AdmissionRequest, startTime time.Time) admissionv1.AdmissionResponse {
+			return h.Execute(ctx, logger, request, "", startTime)
+		}).
+			WithFilter(configuration).
+			WithProtection(false).
+			WithRoles(rb, crb).
+			WithTopLevelGVK(disco).
+			WithAdmission(logger).
+			ToHandlerFunc(path)
+		mux.HandlerFunc(http.MethodPost, path+"/*policies", hf)
+	}
+	cel("/vpol", rh.ValidatingPolicies)
+	cel("/nvpol", rh.NamespacedValidatingPolicies)
+	cel("/mpol", rh.MutatingPolicies)
+	cel("/nmpol", rh.NamespacedMutatingPolicies)
 	return mux
 }
