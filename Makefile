@@ -12,14 +12,19 @@ IMAGE ?= ghcr.io/truce-dev/truce
 VERSION_PKG := github.com/truce-dev/truce/internal/version
 LDFLAGS := -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).commit=$(COMMIT)
 
-.PHONY: test unit lint e2e build bench generate image release test-release
+.PHONY: test unit lint e2e build helper bench generate image release test-release
 
 test: lint unit e2e test-release
 
 # truce and its Kyverno helper (a module of its own: Kyverno builds on an
 # older Kubernetes), side by side: truce finds the helper next to itself.
-build:
+build: helper
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/truce ./cmd/truce
+
+# The Kyverno helper, linked once: the tests take it from $$TRUCE_KYVERNO
+# instead of building their own, and the helper module's own tests
+# (package protocol) link nothing of Kyverno.
+helper:
 	cd engine/kyverno/helper && $(GO) build -o $(CURDIR)/bin/truce-kyverno ./cmd/truce-kyverno
 
 # The image, without a Docker daemon or a base image to download:
@@ -42,8 +47,8 @@ release:
 test-release:
 	TRUCE_TEST_RELEASE=1 $(GO) test -count=1 -timeout 45m -run TestSnapshot -v ./internal/release/
 
-unit:
-	$(GO) test -count=1 ./...
+unit: helper
+	TRUCE_KYVERNO=$(CURDIR)/bin/truce-kyverno $(GO) test -count=1 ./...
 	cd engine/kyverno/helper && $(GO) test -count=1 ./...
 
 lint: $(TOOLS)/staticcheck
@@ -59,8 +64,8 @@ $(TOOLS)/staticcheck:
 
 # The e2e suites start kube-apiserver v1.37.2 with etcd in-process; the first
 # build compiles kube-apiserver (~12 minutes on 2 cores, cached afterwards).
-e2e:
-	$(GO) test -tags e2e -count=1 -timeout 80m ./e2e/...
+e2e: helper
+	TRUCE_KYVERNO=$(CURDIR)/bin/truce-kyverno $(GO) test -tags e2e -count=1 -timeout 80m ./e2e/...
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./admission/

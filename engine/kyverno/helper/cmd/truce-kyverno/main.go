@@ -1,5 +1,5 @@
 // Command truce-kyverno runs Kyverno's engine for truce: truce starts it
-// and speaks a line-delimited JSON protocol (protocol.go) on its standard
+// and speaks a line-delimited JSON protocol (package protocol) on its standard
 // input and output. Kyverno's logs go to standard error, silenced unless
 // TRUCE_KYVERNO_LOG is set.
 package main
@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/truce-dev/truce/engine/kyverno/helper/protocol"
 	"io"
 	"os"
 	"runtime/debug"
@@ -32,7 +33,7 @@ func serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	defer sets.closeAll()
 	var mu sync.Mutex
 	enc := json.NewEncoder(out)
-	write := func(r *Response) {
+	write := func(r *protocol.Response) {
 		mu.Lock()
 		defer mu.Unlock()
 		_ = enc.Encode(r)
@@ -42,9 +43,9 @@ func serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	sc.Buffer(make([]byte, 0, 1<<20), 256<<20)
 	for sc.Scan() {
 		line := append([]byte(nil), sc.Bytes()...)
-		req, err := DecodeRequest(line)
+		req, err := protocol.DecodeRequest(line)
 		if err != nil {
-			r := &Response{V: ProtocolVersion, Error: err.Error()}
+			r := &protocol.Response{V: protocol.ProtocolVersion, Error: err.Error()}
 			if req != nil {
 				r.ID = req.ID
 			}
@@ -63,36 +64,36 @@ func serve(ctx context.Context, in io.Reader, out io.Writer) error {
 
 var setupOnce sync.Once
 
-func handle(ctx context.Context, sets *sets, req *Request) (resp *Response) {
-	resp = &Response{V: ProtocolVersion, ID: req.ID}
+func handle(ctx context.Context, sets *sets, req *protocol.Request) (resp *protocol.Response) {
+	resp = &protocol.Response{V: protocol.ProtocolVersion, ID: req.ID}
 	defer func() {
 		// Kyverno panicking on one request must not take down the
 		// others: the request fails, naming the panic.
 		if p := recover(); p != nil {
-			resp = &Response{V: ProtocolVersion, ID: req.ID, Error: fmt.Sprintf("kyverno panicked: %v", p)}
+			resp = &protocol.Response{V: protocol.ProtocolVersion, ID: req.ID, Error: fmt.Sprintf("kyverno panicked: %v", p)}
 			if os.Getenv("TRUCE_KYVERNO_LOG") != "" {
 				fmt.Fprintf(os.Stderr, "%s\n", debug.Stack())
 			}
 		}
 	}()
 	switch req.Op {
-	case OpHello:
+	case protocol.OpHello:
 		resp.Kyverno = kyvernoVersion()
-	case OpLoad:
+	case protocol.OpLoad:
 		id, hooks, warnings, err := sets.load(ctx, req.Load)
 		if err != nil {
 			resp.Error = err.Error()
 			return resp
 		}
 		resp.Set, resp.Webhooks, resp.Warnings = id, hooks, warnings
-	case OpReview:
+	case protocol.OpReview:
 		review, err := sets.review(ctx, req.Review)
 		if err != nil {
 			resp.Error = err.Error()
 			return resp
 		}
 		resp.Review = review
-	case OpUnload:
+	case protocol.OpUnload:
 		sets.unload(req.Set)
 	}
 	return resp

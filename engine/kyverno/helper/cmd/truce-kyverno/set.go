@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/truce-dev/truce/engine/kyverno/helper/protocol"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -72,7 +73,7 @@ type sets struct {
 
 func newSets() *sets { return &sets{byID: map[string]*policySet{}} }
 
-func (s *sets) load(ctx context.Context, req *LoadRequest) (string, []json.RawMessage, []string, error) {
+func (s *sets) load(ctx context.Context, req *protocol.LoadRequest) (string, []json.RawMessage, []string, error) {
 	raw, err := json.Marshal(req)
 	if err != nil {
 		return "", nil, nil, err
@@ -118,7 +119,7 @@ func (s *sets) closeAll() {
 	}
 }
 
-func (s *sets) review(ctx context.Context, req *ReviewRequest) (json.RawMessage, error) {
+func (s *sets) review(ctx context.Context, req *protocol.ReviewRequest) (json.RawMessage, error) {
 	s.mu.Lock()
 	ps, ok := s.byID[req.Set]
 	s.mu.Unlock()
@@ -218,7 +219,7 @@ func markReady(obj runtime.Object) {
 	})
 }
 
-func buildSet(parent context.Context, req *LoadRequest) (ps *policySet, err error) {
+func buildSet(parent context.Context, req *protocol.LoadRequest) (ps *policySet, err error) {
 	d, err := decodeObjects(req.Objects)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package main
+package protocol
 
 import (
 	"strings"
@@ -13,7 +13,7 @@ func TestDecodeRequest(t *testing.T) {
 		{name: "load", line: `{"v":2,"id":2,"op":"load","load":{"objects":[]}}`},
 		{name: "review", line: `{"v":2,"id":3,"op":"review","review":{"set":"s","path":"/mutate","review":{}}}`},
 		{name: "unload", line: `{"v":2,"id":4,"op":"unload","set":"s"}`},
-		{name: "other version", line: `{"v":2,"op":"hello"}`, wantErr: "protocol version 2"},
+		{name: "other version", line: `{"v":1,"op":"hello"}`, wantErr: "protocol version 1, this helper speaks 2"},
 		{name: "no version", line: `{"op":"hello"}`, wantErr: "protocol version 0"},
 		{name: "unknown op", line: `{"v":2,"op":"apply"}`, wantErr: `unknown operation "apply"`},
 		{name: "load without body", line: `{"v":2,"op":"load"}`, wantErr: "no load field"},
