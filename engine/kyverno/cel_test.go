@@ -86,6 +86,39 @@ func TestCELPolicies(t *testing.T) {
 			{name: "resource filters skip kube-system", object: labelledDeployment("web", "kube-system", "env: dev"), allowed: true},
 		},
 	}, {
+		// Kyverno's test runs Kyverno with --allowHTTPInNamespacedPolicies
+		// and expects the json-server's status code; a default install
+		// refuses the call, and so does truce. A cluster-wide policy's
+		// call is refused offline by the http library's allowlist, naming
+		// the URL, before any lookup: truce does not guess the answer.
+		name: "policies calling http",
+		cluster: []string{celNamespaces, `
+apiVersion: v1
+kind: Namespace
+metadata: {name: test-cel-http, labels: {kubernetes.io/metadata.name: test-cel-http}}
+`, conformance(t, "cel_http"), `
+apiVersion: policies.kyverno.io/v1
+kind: ValidatingPolicy
+metadata: {name: probe}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [secrets]}
+  variables:
+  - name: probe
+    expression: http.get("http://json-server.example:8080/")
+  validations:
+  - expression: "variables.probe.statusCode == 200"
+    message: reachable
+`},
+		cases: []tc{
+			{name: "namespaced: not allowed by default", object: "{apiVersion: v1, kind: ConfigMap, metadata: {name: c, namespace: test-cel-http}}",
+				message: "http calls are not allowed in namespaced policies"},
+			{name: "cluster-wide: refused offline", object: "{apiVersion: v1, kind: Secret, metadata: {name: s, namespace: apps}}",
+				message: `Policy probe error: error: request failed: URL "http://json-server.example:8080/" is not permitted`},
+			{name: "other namespaces", object: "{apiVersion: v1, kind: ConfigMap, metadata: {name: c, namespace: apps}}", allowed: true},
+		},
+	}, {
 		name: "PolicyException",
 		cluster: []string{celNamespaces,
 			conformance(t, "validating-policies_exceptions_exclude-deployments"),

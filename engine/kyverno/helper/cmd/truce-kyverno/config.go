@@ -9,6 +9,7 @@ import (
 
 	"github.com/kyverno/kyverno/pkg/breaker"
 	"github.com/kyverno/kyverno/pkg/config"
+	"github.com/kyverno/kyverno/pkg/toggle"
 	reportutils "github.com/kyverno/kyverno/pkg/utils/report"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -44,7 +45,16 @@ var reportingConfig reportutils.ReportingConfiguration
 func setupGlobals() {
 	reportingConfig = reportutils.NewReportingConfig([]string{"pass", "fail", "warn", "error", "skip"}, "validate", "mutate", "mutateExisting", "generate", "imageVerify")
 	breaker.SetReportsBreaker(breaker.NewBreaker("admission reports", func(context.Context) bool { return true }))
+	// Offline, a CEL policy's http.get/http.post is refused before any
+	// name lookup or connection, by Kyverno's own allowlist (its
+	// --httpAllowlist) naming a host that cannot exist: the rule errors,
+	// naming the URL, instead of truce reaching out or guessing.
+	_ = toggle.HTTPAllowlist.Parse(offlineHTTPAllowlist)
 }
+
+// offlineHTTPAllowlist is the only URL prefix CEL's http library may reach:
+// a reserved name (RFC 2606) nothing answers.
+const offlineHTTPAllowlist = "https://truce-runs-offline.invalid/"
 
 // quietLogs sends Kyverno's klog output to standard error only when
 // TRUCE_KYVERNO_LOG is set: truce reads this process's standard output.
