@@ -50,7 +50,7 @@ func FindHelper() (string, error) {
 	if p, err := exec.LookPath(HelperName); err == nil {
 		return p, nil
 	}
-	return "", fmt.Errorf("Kyverno policies need the helper %s, found neither in $%s, nor next to truce, nor on PATH: "+
+	return "", fmt.Errorf("the helper %s, which runs Kyverno policies, is neither in $%s, nor next to truce, nor on PATH: "+
 		"build it with `make build` (bin/%s) or `cd engine/kyverno/helper && go install ./cmd/truce-kyverno` "+
 		"(see docs/kyverno.md)", HelperName, HelperEnv, HelperName)
 }
