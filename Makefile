@@ -12,12 +12,20 @@ IMAGE ?= ghcr.io/truce-dev/truce
 VERSION_PKG := github.com/truce-dev/truce/internal/version
 LDFLAGS := -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).commit=$(COMMIT)
 
-.PHONY: test unit lint e2e build bench generate image release test-release
+.PHONY: test unit lint e2e build helper bench generate image release test-release
 
 test: lint unit e2e test-release
 
-build:
+# truce and its Kyverno helper (a module of its own: Kyverno builds on an
+# older Kubernetes), side by side: truce finds the helper next to itself.
+build: helper
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/truce ./cmd/truce
+
+# The Kyverno helper, linked once: the tests take it from $$TRUCE_KYVERNO
+# instead of building their own, and the helper module's own tests
+# (package protocol) link nothing of Kyverno.
+helper:
+	cd engine/kyverno/helper && $(GO) build -o $(CURDIR)/bin/truce-kyverno ./cmd/truce-kyverno
 
 # The image, without a Docker daemon or a base image to download:
 # linux/amd64 and linux/arm64 static binaries on an empty base, user 65532.
@@ -39,13 +47,15 @@ release:
 test-release:
 	TRUCE_TEST_RELEASE=1 $(GO) test -count=1 -timeout 45m -run TestSnapshot -v ./internal/release/
 
-unit:
-	$(GO) test -count=1 ./...
+unit: helper
+	TRUCE_KYVERNO=$(CURDIR)/bin/truce-kyverno $(GO) test -count=1 ./...
+	cd engine/kyverno/helper && $(GO) test -count=1 ./...
 
 lint: $(TOOLS)/staticcheck
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./e2e/...
+	cd engine/kyverno/helper && $(GO) vet ./... && $(TOOLS)/staticcheck ./...
 	$(TOOLS)/staticcheck ./...
 	$(TOOLS)/staticcheck -tags e2e ./e2e/...
 
@@ -54,8 +64,8 @@ $(TOOLS)/staticcheck:
 
 # The e2e suites start kube-apiserver v1.37.2 with etcd in-process; the first
 # build compiles kube-apiserver (~12 minutes on 2 cores, cached afterwards).
-e2e:
-	$(GO) test -tags e2e -count=1 -timeout 80m ./e2e/...
+e2e: helper
+	TRUCE_KYVERNO=$(CURDIR)/bin/truce-kyverno $(GO) test -tags e2e -count=1 -timeout 80m ./e2e/...
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./admission/
@@ -64,4 +74,4 @@ bench:
 	$(GO) test -run '^$$' -bench 'Decode' -benchmem ./manifest/
 
 generate:
-	$(GO) generate ./schema ./schema/toolkit
+	$(GO) generate ./schema ./schema/toolkit ./engine/kyverno

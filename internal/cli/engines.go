@@ -1,19 +1,24 @@
 package cli
 
 import (
+	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/engine/gatekeeper"
+	"github.com/truce-dev/truce/engine/kyverno"
 	"github.com/truce-dev/truce/manifest"
 )
 
 // policyEngines returns the policy engines truce runs itself for a cluster
 // and repository holding objs: each engine whose own objects appear among
-// them, as the real engine is installed where its policies are.
+// them, as the real engine is installed where its policies are. Kyverno
+// is one helper process per truce process (kyverno.Shared), started by the
+// first chain that installs it.
 func policyEngines(objs ...[]manifest.Object) ([]admission.PolicyEngine, error) {
-	uses := func(owns func(group string) bool) bool {
+	uses := func(owns func(gk k8sschema.GroupKind) bool) bool {
 		for _, list := range objs {
 			for _, o := range list {
-				if o.Object != nil && owns(o.Object.GroupVersionKind().Group) {
+				if o.Object != nil && owns(o.Object.GroupVersionKind().GroupKind()) {
 					return true
 				}
 			}
@@ -21,12 +26,15 @@ func policyEngines(objs ...[]manifest.Object) ([]admission.PolicyEngine, error) 
 		return false
 	}
 	var engines []admission.PolicyEngine
-	if uses(gatekeeper.Reads) {
+	if uses(func(gk k8sschema.GroupKind) bool { return gatekeeper.Reads(gk.Group) }) {
 		e, err := gatekeeper.New()
 		if err != nil {
 			return nil, err
 		}
 		engines = append(engines, e)
+	}
+	if uses(kyverno.IsPolicy) {
+		engines = append(engines, kyverno.Shared())
 	}
 	return engines, nil
 }

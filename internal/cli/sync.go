@@ -252,6 +252,9 @@ func (o *syncOptions) inProcess(ctx context.Context) (cluster.Cluster, func(), e
 	if err != nil {
 		return nil, nil, fmt.Errorf("-c: %w", err)
 	}
+	if aopts.Engines, err = policyEngines(objs); err != nil {
+		return nil, nil, fmt.Errorf("-c: %w", err)
+	}
 	mem, err := memory.New(ctx, state, aopts)
 	if err != nil {
 		return nil, nil, admission.WithSource(err, objs)

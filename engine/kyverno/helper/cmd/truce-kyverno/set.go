@@ -1,0 +1,380 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"github.com/truce-dev/truce/engine/kyverno/helper/protocol"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/julienschmidt/httprouter"
+	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
+	kyvernofake "github.com/kyverno/kyverno/pkg/client/clientset/versioned/fake"
+	kyvernoinformers "github.com/kyverno/kyverno/pkg/client/informers/externalversions"
+	"github.com/kyverno/kyverno/pkg/clients/dclient"
+	"github.com/kyverno/kyverno/pkg/config"
+	policycachecontroller "github.com/kyverno/kyverno/pkg/controllers/policycache"
+	"github.com/kyverno/kyverno/pkg/engine"
+	"github.com/kyverno/kyverno/pkg/engine/adapters"
+	"github.com/kyverno/kyverno/pkg/engine/context/resolvers"
+	"github.com/kyverno/kyverno/pkg/engine/factories"
+	"github.com/kyverno/kyverno/pkg/engine/jmespath"
+	"github.com/kyverno/kyverno/pkg/event"
+	"github.com/kyverno/kyverno/pkg/exceptions"
+	imageverifycache "github.com/kyverno/kyverno/pkg/image/verification/cache"
+	"github.com/kyverno/kyverno/pkg/metrics"
+	"github.com/kyverno/kyverno/pkg/policycache"
+	"github.com/kyverno/kyverno/pkg/webhooks"
+	"github.com/kyverno/kyverno/pkg/webhooks/handlers"
+	webhooksresource "github.com/kyverno/kyverno/pkg/webhooks/resource"
+	"github.com/kyverno/kyverno/pkg/webhooks/updaterequest"
+	"github.com/kyverno/sdk/extensions/registryclient"
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	kubeinformers "k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
+	rbacv1listers "k8s.io/client-go/listers/rbac/v1"
+)
+
+// Kyverno's service account names in a default Helm install (release
+// "kyverno" in namespace "kyverno"), which its handlers compare request
+// users with.
+const (
+	backgroundServiceAccount = "system:serviceaccount:kyverno:kyverno-background-controller"
+	reportsServiceAccount    = "system:serviceaccount:kyverno:kyverno-reports-controller"
+)
+
+// policySet is one loaded configuration of Kyverno: fake clients holding
+// its objects, the informers and caches Kyverno's admission server reads,
+// and the server's routes.
+type policySet struct {
+	cancel   context.CancelFunc
+	mux      http.Handler
+	webhooks []json.RawMessage
+	warnings []string
+}
+
+type sets struct {
+	mu   sync.Mutex
+	byID map[string]*policySet
+}
+
+func newSets() *sets { return &sets{byID: map[string]*policySet{}} }
+
+func (s *sets) load(ctx context.Context, req *protocol.LoadRequest) (string, []json.RawMessage, []string, error) {
+	raw, err := json.Marshal(req)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	sum := sha256.Sum256(raw)
+	id := hex.EncodeToString(sum[:12])
+	s.mu.Lock()
+	if ps, ok := s.byID[id]; ok {
+		s.mu.Unlock()
+		return id, ps.webhooks, ps.warnings, nil
+	}
+	s.mu.Unlock()
+	ps, err := buildSet(ctx, req)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if prev, ok := s.byID[id]; ok {
+		ps.cancel()
+		ps = prev
+	} else {
+		s.byID[id] = ps
+	}
+	return id, ps.webhooks, ps.warnings, nil
+}
+
+func (s *sets) unload(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ps, ok := s.byID[id]; ok {
+		ps.cancel()
+		delete(s.byID, id)
+	}
+}
+
+func (s *sets) closeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, ps := range s.byID {
+		ps.cancel()
+		delete(s.byID, id)
+	}
+}
+
+func (s *sets) review(ctx context.Context, req *protocol.ReviewRequest) (json.RawMessage, error) {
+	s.mu.Lock()
+	ps, ok := s.byID[req.Set]
+	s.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("no policy set %q is loaded", req.Set)
+	}
+	hr := httptest.NewRequestWithContext(ctx, http.MethodPost, req.Path, bytes.NewReader(req.Review))
+	hr.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	ps.mux.ServeHTTP(rec, hr)
+	if rec.Code != http.StatusOK {
+		return nil, fmt.Errorf("kyverno answered %s on %s: %s", http.StatusText(rec.Code), req.Path, bytes.TrimSpace(rec.Body.Bytes()))
+	}
+	return rec.Body.Bytes(), nil
+}
+
+// decoded sorts the load request's objects by the client that holds them.
+type decoded struct {
+	kube    []runtime.Object
+	kyverno []runtime.Object
+}
+
+var kyvernoScheme = runtime.NewScheme()
+
+func init() {
+	_ = kyvernofake.AddToScheme(kyvernoScheme)
+}
+
+func decodeObjects(raws []json.RawMessage) (*decoded, error) {
+	d := &decoded{}
+	for i, raw := range raws {
+		var tm metav1.TypeMeta
+		if err := json.Unmarshal(raw, &tm); err != nil {
+			return nil, fmt.Errorf("object %d: %w", i, err)
+		}
+		gvk := storedVersion(tm.GroupVersionKind())
+		if gvk != tm.GroupVersionKind() {
+			var u map[string]any
+			if err := json.Unmarshal(raw, &u); err != nil {
+				return nil, fmt.Errorf("object %d: %w", i, err)
+			}
+			u["apiVersion"] = gvk.GroupVersion().String()
+			stored, err := json.Marshal(u)
+			if err != nil {
+				return nil, fmt.Errorf("object %d: %w", i, err)
+			}
+			raw = stored
+		}
+		var obj runtime.Object
+		var err error
+		switch {
+		case kyvernoScheme.Recognizes(gvk):
+			obj, err = kyvernoScheme.New(gvk)
+			if err == nil {
+				err = json.Unmarshal(raw, obj)
+			}
+			if err == nil {
+				markReady(obj)
+				d.kyverno = append(d.kyverno, obj)
+			}
+		case scheme.Scheme.Recognizes(gvk):
+			obj, err = scheme.Scheme.New(gvk)
+			if err == nil {
+				err = json.Unmarshal(raw, obj)
+			}
+			if err == nil {
+				d.kube = append(d.kube, obj)
+			}
+		default:
+			err = fmt.Errorf("kind %s is not one Kyverno %s reads", gvk, kyvernoVersion())
+		}
+		if err != nil {
+			return nil, fmt.Errorf("object %d (%s): %w", i, gvk.Kind, err)
+		}
+	}
+	return d, nil
+}
+
+// markReady sets a policy's Ready condition, as Kyverno's webhook
+// controller does once it has configured the policy's webhooks: only ready
+// policies enter the policy cache the admission handlers read.
+func markReady(obj runtime.Object) {
+	var status *kyvernov1.PolicyStatus
+	switch p := obj.(type) {
+	case *kyvernov1.ClusterPolicy:
+		status = &p.Status
+	case *kyvernov1.Policy:
+		status = &p.Status
+	default:
+		return
+	}
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+		Type:               kyvernov1.PolicyConditionReady,
+		Status:             metav1.ConditionTrue,
+		Reason:             "Succeeded",
+		LastTransitionTime: metav1.Now(),
+	})
+}
+
+func buildSet(parent context.Context, req *protocol.LoadRequest) (ps *policySet, err error) {
+	d, err := decodeObjects(req.Objects)
+	if err != nil {
+		return nil, err
+	}
+	// The set's informers and controllers live until it is unloaded, not
+	// for the request that loaded it.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
+	defer func() {
+		if err != nil {
+			cancel()
+		}
+	}()
+	configuration, err := defaultConfiguration()
+	if err != nil {
+		return nil, err
+	}
+	kubeObjs := append(d.kube, kyvernoSystemObjects(req.CABundle)...)
+	kubeClient := kubefake.NewClientset(kubeObjs...)
+	kubeClient.Discovery().(*fakediscovery.FakeDiscovery).Resources = req.Resources
+	// Kyverno generates no apply configurations, so its fake package has no
+	// NewClientset.
+	kyvernoClient := kyvernofake.NewSimpleClientset(d.kyverno...) //lint:ignore SA1019 the only constructor Kyverno generates
+	client, err := dclient.NewClient(ctx, dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), kubeClient, time.Hour, false, nil)
+	if err != nil {
+		return nil, fmt.Errorf("kyverno client: %w", err)
+	}
+
+	kubeInformer := kubeinformers.NewSharedInformerFactory(kubeClient, 0)
+	kyvernoInformer := kyvernoinformers.NewSharedInformerFactory(kyvernoClient, 0)
+	nsLister := kubeInformer.Core().V1().Namespaces().Lister()
+	rbLister := kubeInformer.Rbac().V1().RoleBindings().Lister()
+	crbLister := kubeInformer.Rbac().V1().ClusterRoleBindings().Lister()
+	cpolInformer := kyvernoInformer.Kyverno().V1().ClusterPolicies()
+	polInformer := kyvernoInformer.Kyverno().V1().Policies()
+	peLister := kyvernoInformer.Kyverno().V2().PolicyExceptions().Lister()
+	urLister := kyvernoInformer.Kyverno().V2().UpdateRequests().Lister().UpdateRequests(config.KyvernoNamespace())
+	hooks, err := newWebhookBuilder(client, kubeClient, kyvernoClient, kubeInformer, kyvernoInformer, configuration)
+	if err != nil {
+		return nil, err
+	}
+	pcache := policycache.NewCache()
+	pcacheController := policycachecontroller.NewController(client, pcache, cpolInformer, polInformer)
+
+	kubeInformer.Start(ctx.Done())
+	kyvernoInformer.Start(ctx.Done())
+	for t, ok := range kubeInformer.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return nil, fmt.Errorf("syncing the informer of %v", t)
+		}
+	}
+	for t, ok := range kyvernoInformer.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return nil, fmt.Errorf("syncing the informer of %v", t)
+		}
+	}
+	if err := pcacheController.WarmUp(); err != nil {
+		return nil, fmt.Errorf("filling Kyverno's policy cache: %w", err)
+	}
+
+	jp := jmespath.New(configuration)
+	cmResolver, err := resolvers.NewClientBasedResolver(kubeClient)
+	if err != nil {
+		return nil, err
+	}
+	eng := engine.NewEngine(
+		configuration,
+		jp,
+		adapters.Client(client),
+		factories.DefaultRegistryClientFactory(adapters.RegistryClient(registryclient.New()), nil),
+		imageverifycache.DisabledImageVerifyCache(),
+		factories.DefaultContextLoaderFactory(cmResolver),
+		// PolicyExceptions are read from every namespace: a repository
+		// that carries them runs Kyverno with --enablePolicyException.
+		exceptions.New(peLister),
+		nil,
+	)
+	resourceHandlers := webhooksresource.NewHandlers(
+		eng, client, kyvernoClient, configuration, metrics.NewFakeMetricsConfig(), pcache,
+		nsLister, urLister, cpolInformer, polInformer,
+		updaterequest.NewFake(), event.NewFake(),
+		false, backgroundServiceAccount, reportsServiceAccount, jp, 1, 1,
+	)
+	rh := webhooks.ResourceHandlers{
+		Mutation:   webhooks.HandlerFunc(resourceHandlers.Mutate),
+		Validation: webhooks.HandlerFunc(resourceHandlers.Validate),
+	}
+	var warnings []string
+	if cel := sortCEL(d.kyverno); !cel.empty() {
+		ch, err := newCELHandlers(cel, client, kubeClient, kyvernoClient, nsLister, kubeInformer.Core().V1().Secrets().Lister(), req.OpenAPI)
+		if err != nil {
+			return nil, err
+		}
+		rh.ValidatingPolicies, rh.NamespacedValidatingPolicies = ch.ValidatingPolicies, ch.NamespacedValidatingPolicies
+		rh.MutatingPolicies, rh.NamespacedMutatingPolicies = ch.MutatingPolicies, ch.NamespacedMutatingPolicies
+		warnings = ch.warnings
+	}
+	mux := newMux(configuration, rh, rbLister, crbLister, client.Discovery())
+
+	configs, err := hooks.build(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &policySet{cancel: cancel, mux: mux, webhooks: configs, warnings: warnings}, nil
+}
+
+// newMux routes the resource webhook paths as Kyverno's server does
+// (pkg/webhooks/server.go): each failure policy, the fine-grained
+// per-policy paths, and the same chain of filters around the handlers.
+func newMux(configuration config.Configuration, rh webhooks.ResourceHandlers, rb rbacv1listers.RoleBindingLister, crb rbacv1listers.ClusterRoleBindingLister, disco dclient.IDiscovery) http.Handler {
+	mux := httprouter.New()
+	logger := logr.Discard()
+	register := func(base string, h webhooks.Handler, mutate bool) {
+		for _, fp := range []string{"all", "ignore", "fail"} {
+			handler := handlers.FromAdmissionFunc(base, func(ctx context.Context, logger logr.Logger, request handlers.AdmissionRequest, startTime time.Time) admissionv1.AdmissionResponse {
+				return h.Execute(ctx, logger, request, fp, startTime)
+			}).
+				WithFilter(configuration).
+				WithProtection(false).
+				WithRoles(rb, crb)
+			if mutate {
+				handler = handler.WithOperationFilter(admissionv1.Create, admissionv1.Update, admissionv1.Connect)
+			}
+			hf := handler.WithTopLevelGVK(disco).WithAdmission(logger).ToHandlerFunc(base)
+			switch fp {
+			case "all":
+				mux.HandlerFunc(http.MethodPost, base, hf)
+			default:
+				mux.HandlerFunc(http.MethodPost, base+"/"+fp, hf)
+				mux.HandlerFunc(http.MethodPost, base+"/"+fp+config.FineGrainedWebhookPath+"/*policy", hf)
+			}
+		}
+	}
+	register(config.MutatingWebhookServicePath, rh.Mutation, true)
+	register(config.ValidatingWebhookServicePath, rh.Validation, false)
+	// The CEL policies' paths carry the policies' names; their handlers
+	// take no failure policy (the webhook configuration's applies) and
+	// filter as pkg/webhooks/server.go does: no operation filter.
+	cel := func(path string, h webhooks.Handler) {
+		if h == nil {
+			return
+		}
+		hf := handlers.FromAdmissionFunc(path, func(ctx context.Context, logger logr.Logger, request handlers.AdmissionRequest, startTime time.Time) admissionv1.AdmissionResponse {
+			return h.Execute(ctx, logger, request, "", startTime)
+		}).
+			WithFilter(configuration).
+			WithProtection(false).
+			WithRoles(rb, crb).
+			WithTopLevelGVK(disco).
+			WithAdmission(logger).
+			ToHandlerFunc(path)
+		mux.HandlerFunc(http.MethodPost, path+"/*policies", hf)
+	}
+	cel("/vpol", rh.ValidatingPolicies)
+	cel("/nvpol", rh.NamespacedValidatingPolicies)
+	cel("/mpol", rh.MutatingPolicies)
+	cel("/nmpol", rh.NamespacedMutatingPolicies)
+	return mux
+}

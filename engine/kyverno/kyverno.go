@@ -1,0 +1,275 @@
+// Package kyverno runs Kyverno policies in truce's admission chain with
+// Kyverno's own engine. Kyverno v1.19.1 builds against an older Kubernetes
+// than truce, so its engine lives in a helper executable (truce-kyverno,
+// the module engine/kyverno/helper) that this package starts once and
+// talks to over stdin/stdout. Installed in a chain, the engine adds
+// Kyverno's CRDs and the webhook configurations Kyverno generates for the
+// cluster's policies, and serves them in process: kube-apiserver's webhook
+// plugin calls Kyverno where the real Kyverno sits.
+package kyverno
+
+//go:generate go run ./internal/gen
+
+import (
+	"context"
+	"crypto/tls"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	"github.com/truce-dev/truce/admission"
+	"github.com/truce-dev/truce/internal/certs"
+)
+
+// Version is the Kyverno release the helper is built from.
+const Version = "v1.19.1"
+
+// Service is where Kyverno's webhook configurations send requests.
+const Service = "kyverno/kyverno-svc"
+
+// The groups of Kyverno's policy kinds.
+const (
+	GroupLegacy = "kyverno.io"
+	GroupCEL    = "policies.kyverno.io"
+)
+
+//go:embed crds/*.yaml
+var crdFS embed.FS
+
+// IsKyvernoKind reports whether objects of gk are Kyverno policies or
+// exceptions.
+func IsKyvernoKind(gk k8sschema.GroupKind) bool {
+	return gk.Group == GroupLegacy || gk.Group == GroupCEL
+}
+
+// policyKinds are the kinds that make a cluster need Kyverno: the kinds
+// truce evaluates with it.
+var policyKinds = map[k8sschema.GroupKind]bool{
+	{Group: GroupLegacy, Kind: "ClusterPolicy"}:           true,
+	{Group: GroupLegacy, Kind: "Policy"}:                  true,
+	{Group: GroupCEL, Kind: "ValidatingPolicy"}:           true,
+	{Group: GroupCEL, Kind: "NamespacedValidatingPolicy"}: true,
+	{Group: GroupCEL, Kind: "MutatingPolicy"}:             true,
+	{Group: GroupCEL, Kind: "NamespacedMutatingPolicy"}:   true,
+}
+
+// mutatingPolicyKinds are the CEL kinds whose ApplyConfigurations need the
+// cluster's OpenAPI documents.
+var mutatingPolicyKinds = map[k8sschema.GroupKind]bool{
+	{Group: GroupCEL, Kind: "MutatingPolicy"}:           true,
+	{Group: GroupCEL, Kind: "NamespacedMutatingPolicy"}: true,
+}
+
+// IsPolicy reports whether objects of gk are Kyverno policies: a cluster
+// holding one needs Kyverno.
+func IsPolicy(gk k8sschema.GroupKind) bool {
+	return policyKinds[gk]
+}
+
+// HasPolicies reports whether objs hold a Kyverno policy.
+func HasPolicies(objs []*unstructured.Unstructured) bool {
+	for _, o := range objs {
+		if IsPolicy(o.GroupVersionKind().GroupKind()) {
+			return true
+		}
+	}
+	return false
+}
+
+// Engine is Kyverno as an admission.PolicyEngine. Its helper starts on the
+// first Install and lives until Close.
+type Engine struct {
+	helperPath string
+
+	once    sync.Once
+	h       *helper
+	ca      *certs.CA
+	cert    tls.Certificate
+	crds    []*unstructured.Unstructured
+	initErr error
+	docs    docCache
+}
+
+// Options configure an Engine.
+type Options struct {
+	// HelperPath is the truce-kyverno executable; empty finds it with
+	// FindHelper.
+	HelperPath string
+}
+
+// New returns an engine; nothing starts until Install.
+func New(opts Options) *Engine {
+	return &Engine{helperPath: opts.HelperPath}
+}
+
+var _ admission.PolicyEngine = (*Engine)(nil)
+
+// Name implements admission.PolicyEngine.
+func (e *Engine) Name() string { return "Kyverno " + Version }
+
+// Configures implements admission.PolicyEngine: Kyverno's policies and
+// exceptions configure it.
+func (e *Engine) Configures(gk k8sschema.GroupKind) bool { return IsKyvernoKind(gk) }
+
+func (e *Engine) init() error {
+	e.once.Do(func() {
+		e.initErr = func() error {
+			crds, err := CRDs()
+			if err != nil {
+				return err
+			}
+			e.crds = crds
+			path := e.helperPath
+			if path == "" {
+				if path, err = FindHelper(); err != nil {
+					return err
+				}
+			}
+			ca, err := certs.NewCA("truce-kyverno-ca", 24*time.Hour)
+			if err != nil {
+				return err
+			}
+			pair, err := ca.Serving("kyverno-svc.kyverno.svc", []string{"kyverno-svc.kyverno.svc"}, nil, 24*time.Hour)
+			if err != nil {
+				return err
+			}
+			cert, err := tls.X509KeyPair(pair.CertPEM, pair.KeyPEM)
+			if err != nil {
+				return err
+			}
+			e.ca, e.cert = ca, cert
+			h, err := startHelper(path)
+			if err != nil {
+				return err
+			}
+			e.h = h
+			return nil
+		}()
+	})
+	return e.initErr
+}
+
+// Install implements admission.PolicyEngine: it loads the cluster's Kyverno
+// objects into the helper and returns Kyverno's CRDs, the webhook
+// configurations Kyverno generates for them, and the handler serving them.
+func (e *Engine) Install(ctx context.Context, objs []*unstructured.Unstructured) (*admission.Installation, error) {
+	if err := e.init(); err != nil {
+		return nil, err
+	}
+	inst := &admission.Installation{}
+	for _, c := range e.crds {
+		inst.Objects = append(inst.Objects, c.DeepCopy())
+	}
+	if !HasPolicies(objs) {
+		return inst, nil
+	}
+	reg, err := registry(append(objs, e.crds...))
+	if err != nil {
+		return nil, err
+	}
+	load := &loadRequest{Resources: discovery(reg), CABundle: e.ca.PEM}
+	for _, o := range objs {
+		if !readByKyverno(o) {
+			continue
+		}
+		if mutatingPolicyKinds[o.GroupVersionKind().GroupKind()] && load.OpenAPI == nil {
+			if load.OpenAPI, err = e.docs.gzipped(reg.OpenAPIClient()); err != nil {
+				return nil, fmt.Errorf("the cluster's OpenAPI documents for Kyverno's MutatingPolicies: %w", err)
+			}
+		}
+		raw, err := json.Marshal(o.Object)
+		if err != nil {
+			return nil, err
+		}
+		load.Objects = append(load.Objects, raw)
+	}
+	resp, err := e.h.call(ctx, &request{Op: "load", Load: load})
+	if err != nil {
+		return nil, err
+	}
+	for _, raw := range resp.Webhooks {
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(raw); err != nil {
+			return nil, fmt.Errorf("decoding a webhook configuration from the Kyverno helper: %w", err)
+		}
+		inst.Objects = append(inst.Objects, u)
+	}
+	inst.Webhooks = admission.InProcessWebhooks{
+		Service: {Handler: &reviewHandler{h: e.h, set: resp.Set}, Certificate: e.cert},
+	}
+	return inst, nil
+}
+
+// readByKyverno reports whether Kyverno's informers see o: its policies
+// and exceptions, Namespaces (namespace selectors) and RBAC bindings
+// (roles in policy contexts).
+func readByKyverno(o *unstructured.Unstructured) bool {
+	gvk := o.GroupVersionKind()
+	switch {
+	case gvk.Group == GroupLegacy:
+		return gvk.Kind == "ClusterPolicy" || gvk.Kind == "Policy" || gvk.Kind == "PolicyException"
+	case gvk.Group == GroupCEL:
+		// The CEL kinds the helper evaluates and their exceptions; the
+		// others (GeneratingPolicy, DeletingPolicy, ImageValidatingPolicy)
+		// are not evaluated yet (docs/kyverno.md).
+		return policyKinds[gvk.GroupKind()] || gvk.Kind == "PolicyException"
+	case gvk.Group == "" && gvk.Kind == "Namespace":
+		return true
+	case gvk.Group == "rbac.authorization.k8s.io":
+		return gvk.Kind == "RoleBinding" || gvk.Kind == "ClusterRoleBinding"
+	}
+	return false
+}
+
+// Close kills the helper.
+func (e *Engine) Close() {
+	if e.h != nil {
+		e.h.close()
+	}
+}
+
+// CRDs returns Kyverno's CRDs for the kinds truce reads, as Kyverno
+// v1.19.1 ships them.
+func CRDs() ([]*unstructured.Unstructured, error) {
+	files, err := fs.Glob(crdFS, "crds/*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for _, f := range files {
+		data, err := crdFS.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(data, &u.Object); err != nil {
+			return nil, fmt.Errorf("decoding Kyverno's CRD %s: %w", f, err)
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+var (
+	sharedMu sync.Mutex
+	shared   *Engine
+)
+
+// Shared returns the process's engine: one helper for every chain the
+// process builds. The helper ends with the process (its standard input
+// closes).
+func Shared() *Engine {
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if shared == nil {
+		shared = New(Options{})
+	}
+	return shared
+}

@@ -1,0 +1,59 @@
+package kyverno_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// The built helper answers every line, bad ones with an error naming what
+// is wrong, and exits when its input ends. (A test of the binary, so the
+// helper module's own tests need not link Kyverno a second time.)
+func TestHelperServe(t *testing.T) {
+	in := strings.Join([]string{
+		`{"v":2,"id":1,"op":"hello"}`,
+		`{"v":2,"id":2,"op":"review","review":{"set":"missing","path":"/mutate","review":{}}}`,
+		`{"v":9,"id":3,"op":"hello"}`,
+		`not json`,
+	}, "\n") + "\n"
+	cmd := exec.CommandContext(testContext(t), helperPath)
+	cmd.Stdin = strings.NewReader(in)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("the helper: %v", err)
+	}
+	type response struct {
+		ID      uint64 `json:"id"`
+		Error   string `json:"error"`
+		Kyverno string `json:"kyverno"`
+	}
+	var got []response
+	dec := json.NewDecoder(&out)
+	for dec.More() {
+		var r response
+		if err := dec.Decode(&r); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r)
+	}
+	sort.Slice(got, func(i, j int) bool { return got[i].ID < got[j].ID })
+	if len(got) != 4 {
+		t.Fatalf("%d responses, want 4: %+v", len(got), got)
+	}
+	if got[0].ID != 0 || !strings.Contains(got[0].Error, "decoding a request") {
+		t.Errorf("not JSON: %+v", got[0])
+	}
+	if got[1].Kyverno != "v1.19.1" {
+		t.Errorf("hello: %+v, want Kyverno v1.19.1", got[1])
+	}
+	if !strings.Contains(got[2].Error, `no policy set "missing"`) {
+		t.Errorf("review of a missing set: %+v", got[2])
+	}
+	if !strings.Contains(got[3].Error, "protocol version 9") {
+		t.Errorf("other version: %+v", got[3])
+	}
+}
