@@ -263,6 +263,7 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 		return nil, err
 	}
 	c.admitState(ctx)
+	c.memo.reset(c)
 	return c, nil
 }
 
@@ -407,11 +408,14 @@ func (c *Chain) Commit(r *Result) (reconfigure bool, err error) {
 	prev, _ := c.state.Get(gvk.GroupKind(), u.GetNamespace(), u.GetName())
 	isNamespace := gvk.GroupKind() == namespaceKind
 	_, hadAccount := c.state.Get(serviceAccountKind, u.GetName(), "default")
+	// The memo's digest follows what this commit stores, at every return.
+	written := []objectKey{keyOf(u)}
+	if isNamespace {
+		written = append(written, objectKey{Kind: serviceAccountKind.Kind, Namespace: u.GetName(), Name: "default"})
+	}
+	defer c.memo.refresh(c, written...)
 	if err := c.state.Put(u); err != nil {
 		return false, err
-	}
-	if !c.inert(gvk) {
-		c.memo.advance()
 	}
 	if c.rebuilds(gvk) || c.mirror.full() {
 		return true, nil
@@ -449,7 +453,12 @@ func (c *Chain) Remove(gk k8sschema.GroupKind, namespace, name string) (reconfig
 		return false, nil
 	}
 	c.state.Delete(gk, namespace, name)
-	c.memo.advance()
+	if gk == namespaceKind {
+		// Its contents went with it.
+		c.memo.reset(c)
+	} else {
+		c.memo.refresh(c, objectKey{Group: gk.Group, Kind: gk.Kind, Namespace: namespace, Name: name})
+	}
 	if configurationKinds.Has(gk.Kind) || gk == serviceKind || c.state.isParamKind(o.GroupVersionKind()) || c.configuresEngine(gk) || c.mirror.full() {
 		return true, nil
 	}

@@ -144,6 +144,17 @@ func TestAdmitInOrderMatchesSequential(t *testing.T) {
 	request := func(i int, op admission.Operation) (admission.Request, error) {
 		return admission.Request{Source: fmt.Sprintf("write %d", i), Object: writes[i].DeepCopy(), FieldManager: admission.KubectlFieldManager(op)}, nil
 	}
+	inOrder := make([]admission.Write, len(writes))
+	for i, w := range writes {
+		inOrder[i] = admission.Write{Source: fmt.Sprintf("write %d", i), Object: w, Admit: func(ctx context.Context, chain *admission.Chain) (*admission.Result, error) {
+			op, err := chain.Operation(w)
+			if err != nil {
+				return nil, err
+			}
+			req, _ := request(i, op)
+			return chain.Admit(ctx, req)
+		}}
+	}
 	newState := func() *admission.State {
 		state, err := admission.NewState(parseYAML(t, inOrderState)...)
 		if err != nil {
@@ -191,7 +202,7 @@ func TestAdmitInOrderMatchesSequential(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, last, err := admission.AdmitInOrder(ctx, chain, len(writes), request, workers)
+			got, last, err := admission.AdmitInOrder(ctx, chain, inOrder, workers)
 			last.Close()
 			if err != nil {
 				t.Fatal(err)

@@ -5,10 +5,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash"
+	"maps"
 	"math"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,17 +21,33 @@ import (
 // A chain remembers the results of the writes it admitted, keyed by what
 // the result is a function of, so that a write admitted again against the
 // same state is answered without running admission again: the simulation
-// writes the same object round after round (self-heal), and a dry run is
-// followed by the same write for real (truce diff, Flux).
+// writes the same object round after round (self-heal), a dry run is
+// followed by the same write for real (truce diff, Flux), and truce check
+// verifies every candidate fix on a fresh cluster that receives the same
+// writes again.
 //
 // What an admission reads: the request, the stored object it replaces,
 // what the chain compiled from the state (policies, bindings, webhook
-// configurations, CRDs, params: a write of those builds a new chain, with
-// a new memo), and what the plugins read through their informers and
-// clients (namespaces, ServiceAccounts, RBAC, anything an informer
-// holds). The key is a digest of the request and of the stored object;
-// every commit of an object some plugin can read, and every delete, starts
-// a new epoch, which is part of the key too.
+// configurations, CRDs, params), what the plugins read through their
+// informers and clients (namespaces, ServiceAccounts, RBAC, LimitRanges,
+// PriorityClasses..., anything an informer holds), and how the chain was
+// built (its plugins, field validation, the field manager of the state's
+// objects). The key is a digest of all of it: of the request, of the stored
+// object, of the options, and of the content of every object of the state
+// admission reads (the relevant objects, memoDigest), combined so that it
+// does not depend on the order they were written in and is kept up to date
+// with each commit. Two chains given the same Cache share what they
+// remember: a fresh cluster holding the same relevant objects answers the
+// writes another cluster admitted from memory.
+//
+// Fresh clusters give the objects of their state new uids,
+// creationTimestamps and managedFields times; a write's admission sees
+// those of the relevant objects only through a policy's CEL (the built-in
+// plugins read labels, specs and rules). When no policy of the state
+// mentions them (or uses namespaceObject, params or their metadata whole),
+// the digest leaves them out (identity-blind), so that fresh clusters share
+// answers; otherwise it covers every field. The stored object a write
+// replaces is always covered whole: it is part of the answer.
 //
 // The memo is off where admission has inputs outside the state: webhooks
 // (a server answers as it likes, and may count calls), ResourceQuota
@@ -37,7 +55,9 @@ import (
 // not enable by default (EventRateLimit counts, NamespaceAutoProvision
 // creates namespaces, ImagePolicyWebhook calls out). Writes of Services
 // are never remembered: their addresses are allocated from the chain's
-// allocator, whose state moves with every Service stored.
+// allocator, whose state moves with every Service stored. A chain told of
+// namespaces outside its state (PutNamespace, the webhook server) keeps
+// what it remembers from then on to itself.
 //
 // A dry run and the same write for real differ only where something reads
 // dryRun: webhooks (memo off), ResourceQuota (off), the Service allocator
@@ -62,22 +82,58 @@ const (
 	memoDryRunBlind
 )
 
-// memoCapacity bounds the remembered results of one chain; past it, the
-// oldest are forgotten.
+// memoCapacity bounds the remembered results of a chain built without a
+// Cache; past it, the oldest are forgotten.
 const memoCapacity = 4096
+
+// sharedMemoCapacity bounds the results a Cache remembers for all its
+// chains: a repository's writes, each in a few states.
+const sharedMemoCapacity = 1 << 14
 
 type memoKey [sha256.Size]byte
 
-type memo struct {
-	mode memoMode
-
-	mu      sync.Mutex
-	epoch   uint64
-	entries map[memoKey]*Result
+// memoStore holds remembered results by key, the oldest forgotten past its
+// capacity; it is safe for concurrent use.
+type memoStore struct {
+	mu       sync.Mutex
+	capacity int
+	entries  map[memoKey]*Result
 	// order is a ring of the keys in entries, oldest at next.
 	order []memoKey
 	next  int
-	hits  int
+}
+
+func newMemoStore(capacity int) *memoStore {
+	return &memoStore{capacity: capacity, entries: map[memoKey]*Result{}}
+}
+
+// memoStore returns the results remembered for every chain built with c.
+func (c *Cache) memoStore() *memoStore {
+	c.resultsOnce.Do(func() { c.results = newMemoStore(sharedMemoCapacity) })
+	return c.results
+}
+
+// privateMemo numbers the chains that keep their keys to themselves.
+var privateMemo atomic.Uint64
+
+type memo struct {
+	mode  memoMode
+	store *memoStore
+	// config is the digest of how the chain was built (plugins, options).
+	config [sha256.Size]byte
+	// identityBlind leaves uids, creationTimestamps, resourceVersions and
+	// managedFields times of the relevant objects out of the digest.
+	identityBlind bool
+
+	mu sync.Mutex
+	// hashes are the relevant objects' digests, sum their lane-wise sum
+	// (order-independent, and a removal subtracts).
+	hashes map[objectKey][sha256.Size]byte
+	sum    [4]uint64
+	// private, when not zero, makes the keys this chain's own: it was told
+	// of something outside its state.
+	private uint64
+	hits    int
 }
 
 // defaultOnlyPlugins reports whether names are all plugins the server
@@ -95,11 +151,11 @@ func defaultOnlyPlugins(names []string) bool {
 // newMemo decides what a chain built from state with the plugins names
 // (and opts) may remember.
 func newMemo(state *State, names []string, opts Options) *memo {
-	m := &memo{entries: map[memoKey]*Result{}}
+	m := &memo{store: newMemoStore(memoCapacity), hashes: map[objectKey][sha256.Size]byte{}}
 	if opts.NoMemo || !defaultOnlyPlugins(names) {
 		return m
 	}
-	blind := true
+	blind, identityBlind := true, true
 	for _, o := range state.Objects() {
 		switch o.GroupVersionKind().GroupKind() {
 		case k8sschema.GroupKind{Kind: "ResourceQuota"}:
@@ -110,14 +166,33 @@ func newMemo(state *State, names []string, opts Options) *memo {
 				return m
 			}
 		}
-		if isPolicyKind(o.GetKind()) && o.GroupVersionKind().Group == "admissionregistration.k8s.io" && mentionsDryRun(o.Object) {
+		if o.GroupVersionKind().Group != "admissionregistration.k8s.io" {
+			continue
+		}
+		if isPolicyKind(o.GetKind()) && mentionsDryRun(o.Object) {
 			blind = false
+		}
+		if strings.HasSuffix(o.GetKind(), "AdmissionPolicy") || strings.HasSuffix(o.GetKind(), "AdmissionPolicyBinding") {
+			if readsIdentity(o.Object["spec"]) {
+				identityBlind = false
+			}
 		}
 	}
 	m.mode = memoOn
 	if blind {
 		m.mode = memoDryRunBlind
 	}
+	m.identityBlind = identityBlind
+	if opts.Cache != nil && len(opts.Engines) == 0 {
+		m.store = opts.Cache.memoStore()
+	}
+	h := sha256.New()
+	writeStrings(h, names)
+	writeStrings(h, []string{opts.FieldValidation, opts.ServiceClusterIPRange, opts.StateFieldManager})
+	writeBool(h, opts.CallURLWebhooks)
+	writeBool(h, m.mode == memoDryRunBlind)
+	writeBool(h, m.identityBlind)
+	h.Sum(m.config[:0])
 	return m
 }
 
@@ -125,30 +200,172 @@ func newMemo(state *State, names []string, opts Options) *memo {
 // among them) names dryRun or the request's options, where CEL reads
 // whether the request is a dry run.
 func mentionsDryRun(v any) bool {
+	return anyString(v, func(s string) bool {
+		return strings.Contains(s, "dryRun") || strings.Contains(s, "options")
+	})
+}
+
+// identityFields are what a fresh cluster generates for each object.
+var identityFields = []string{"uid", "creationTimestamp", "resourceVersion", "managedFields"}
+
+// readsIdentity reports whether any string of v (a policy's or binding's
+// spec) names a generated field of an object, or uses namespaceObject,
+// params or their metadata whole, where CEL could read the generated
+// fields of the objects of the state.
+func readsIdentity(v any) bool {
+	return anyString(v, func(s string) bool {
+		for _, f := range identityFields {
+			if strings.Contains(s, f) {
+				return true
+			}
+		}
+		return usedWhole(s, "namespaceObject") || usedWhole(s, "params")
+	})
+}
+
+// usedWhole reports whether word occurs in s (as an identifier) other than
+// followed by a field selection below metadata.
+func usedWhole(s, word string) bool {
+	for i := 0; ; {
+		j := strings.Index(s[i:], word)
+		if j < 0 {
+			return false
+		}
+		j += i
+		i = j + len(word)
+		if j > 0 && isIdent(s[j-1]) || i < len(s) && isIdent(s[i]) {
+			continue
+		}
+		rest := strings.TrimLeft(s[i:], " \t\n")
+		if r, ok := strings.CutPrefix(rest, ".metadata"); ok && (r == "" || !isIdent(r[0])) {
+			rest = strings.TrimLeft(r, " \t\n")
+		}
+		if !strings.HasPrefix(rest, ".") {
+			return true
+		}
+	}
+}
+
+func isIdent(b byte) bool {
+	return b == '_' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
+}
+
+// anyString reports whether pred holds for a string (key or value) of v.
+func anyString(v any, pred func(string) bool) bool {
 	switch v := v.(type) {
 	case map[string]any:
 		for k, x := range v {
-			if mentionsDryRun(k) || mentionsDryRun(x) {
+			if pred(k) || anyString(x, pred) {
 				return true
 			}
 		}
 	case []any:
 		for _, x := range v {
-			if mentionsDryRun(x) {
+			if anyString(x, pred) {
 				return true
 			}
 		}
 	case string:
-		return strings.Contains(v, "dryRun") || strings.Contains(v, "options")
+		return pred(v)
 	}
 	return false
 }
 
-// advance starts a new epoch: a commit or delete changed what admission
-// may read besides the stored object a write replaces.
-func (m *memo) advance() {
+// relevant reports whether admission may read objects of gvk other than
+// the one a write replaces: those the digest covers. Services are read by
+// the allocator of Service writes only, which are not remembered.
+func (c *Chain) relevant(gvk k8sschema.GroupVersionKind) bool {
+	gk := gvk.GroupKind()
+	return c.rebuilds(gvk) || configurationKinds.Has(gvk.Kind) || mirroredKinds.Has(gk) || c.mirror.watched(gvk)
+}
+
+// reset computes the digest of the chain's state afresh.
+func (m *memo) reset(c *Chain) {
+	if m.mode == memoOff {
+		return
+	}
 	m.mu.Lock()
-	m.epoch++
+	defer m.mu.Unlock()
+	m.hashes = map[objectKey][sha256.Size]byte{}
+	m.sum = [4]uint64{}
+	for _, k := range c.state.order {
+		m.refreshLocked(c, k)
+	}
+}
+
+// refresh brings the digest up to date with the objects at keys, written
+// or deleted since.
+func (m *memo) refresh(c *Chain, keys ...objectKey) {
+	if m.mode == memoOff {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, k := range keys {
+		m.refreshLocked(c, k)
+	}
+}
+
+func (m *memo) refreshLocked(c *Chain, k objectKey) {
+	if old, ok := m.hashes[k]; ok {
+		for i := range m.sum {
+			m.sum[i] -= binary.BigEndian.Uint64(old[8*i:])
+		}
+		delete(m.hashes, k)
+	}
+	o, ok := c.state.objects[k]
+	if !ok || !c.relevant(o.GroupVersionKind()) {
+		return
+	}
+	h := sha256.New()
+	writeStrings(h, []string{k.Group, k.Kind, k.Namespace, k.Name})
+	obj := o.Object
+	if m.identityBlind {
+		obj = withoutIdentity(obj)
+	}
+	hashValue(h, obj)
+	var d [sha256.Size]byte
+	h.Sum(d[:0])
+	m.hashes[k] = d
+	for i := range m.sum {
+		m.sum[i] += binary.BigEndian.Uint64(d[8*i:])
+	}
+}
+
+// withoutIdentity is obj (shallowly copied) without the fields a fresh
+// cluster generates for it.
+func withoutIdentity(obj map[string]any) map[string]any {
+	md, ok := obj["metadata"].(map[string]any)
+	if !ok {
+		return obj
+	}
+	out := maps.Clone(obj)
+	md = maps.Clone(md)
+	out["metadata"] = md
+	delete(md, "uid")
+	delete(md, "creationTimestamp")
+	delete(md, "resourceVersion")
+	if mf, ok := md["managedFields"].([]any); ok {
+		entries := make([]any, len(mf))
+		for i, e := range mf {
+			if e, ok := e.(map[string]any); ok {
+				e = maps.Clone(e)
+				delete(e, "time")
+				entries[i] = e
+				continue
+			}
+			entries[i] = e
+		}
+		md["managedFields"] = entries
+	}
+	return out
+}
+
+// isolate makes the chain's keys its own from now on: it was told of state
+// (a namespace) that other chains with the same objects do not have.
+func (m *memo) isolate() {
+	m.mu.Lock()
+	m.private = privateMemo.Add(1)
 	m.mu.Unlock()
 }
 
@@ -164,12 +381,15 @@ func (m *memo) key(req Request, gk k8sschema.GroupKind, existing *unstructured.U
 		return k, false
 	}
 	m.mu.Lock()
-	epoch := m.epoch
+	sum, private := m.sum, m.private
 	m.mu.Unlock()
 	h := sha256.New()
+	h.Write(m.config[:])
 	var buf [8]byte
-	binary.BigEndian.PutUint64(buf[:], epoch)
-	h.Write(buf[:])
+	for _, x := range append(sum[:], private) {
+		binary.BigEndian.PutUint64(buf[:], x)
+		h.Write(buf[:])
+	}
 	writeString(h, req.User)
 	binary.BigEndian.PutUint64(buf[:], uint64(len(req.Groups)))
 	h.Write(buf[:])
@@ -199,15 +419,15 @@ func (m *memo) key(req Request, gk k8sschema.GroupKind, existing *unstructured.U
 // get returns a copy of the result remembered by k, with source as its
 // Source.
 func (m *memo) get(k memoKey, source string) (*Result, bool) {
-	m.mu.Lock()
-	r, ok := m.entries[k]
-	if ok {
-		m.hits++
-	}
-	m.mu.Unlock()
+	m.store.mu.Lock()
+	r, ok := m.store.entries[k]
+	m.store.mu.Unlock()
 	if !ok {
 		return nil, false
 	}
+	m.mu.Lock()
+	m.hits++
+	m.mu.Unlock()
 	out := copyResult(r)
 	out.Source = source
 	return out, true
@@ -215,20 +435,24 @@ func (m *memo) get(k memoKey, source string) (*Result, bool) {
 
 // put remembers a copy of r by k.
 func (m *memo) put(k memoKey, r *Result) {
-	c := copyResult(r)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, ok := m.entries[k]; ok {
+	m.store.put(k, copyResult(r))
+}
+
+// put keeps r by k.
+func (s *memoStore) put(k memoKey, r *Result) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.entries[k]; ok {
 		return
 	}
-	if len(m.order) < memoCapacity {
-		m.order = append(m.order, k)
+	if len(s.order) < s.capacity {
+		s.order = append(s.order, k)
 	} else {
-		delete(m.entries, m.order[m.next])
-		m.order[m.next] = k
-		m.next = (m.next + 1) % memoCapacity
+		delete(s.entries, s.order[s.next])
+		s.order[s.next] = k
+		s.next = (s.next + 1) % s.capacity
 	}
-	m.entries[k] = c
+	s.entries[k] = r
 }
 
 // copyResult is a deep copy of r: callers own what Admit returns and
@@ -276,6 +500,15 @@ func writeString(h hash.Hash, s string) {
 	binary.BigEndian.PutUint64(buf[:], uint64(len(s)))
 	h.Write(buf[:])
 	h.Write([]byte(s))
+}
+
+func writeStrings(h hash.Hash, ss []string) {
+	var buf [8]byte
+	binary.BigEndian.PutUint64(buf[:], uint64(len(ss)))
+	h.Write(buf[:])
+	for _, s := range ss {
+		writeString(h, s)
+	}
 }
 
 func writeBool(h hash.Hash, b bool) {

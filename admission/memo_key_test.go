@@ -20,7 +20,7 @@ func TestMemoKeyCoversRequest(t *testing.T) {
 	}}
 	base := Request{Object: existing.DeepCopy()}
 	gk := k8sschema.GroupKind{Kind: "ConfigMap"}
-	m := &memo{mode: memoOn, entries: map[memoKey]*Result{}}
+	m := &memo{mode: memoOn, store: newMemoStore(1)}
 	baseKey, ok := m.key(base, gk, existing)
 	if !ok {
 		t.Fatal("the base request is not remembered")
@@ -63,7 +63,7 @@ func TestMemoKeyCoversRequest(t *testing.T) {
 		})
 	}
 	// Without dryRun in any policy, Persist alone must not change the key.
-	blind := &memo{mode: memoDryRunBlind, entries: map[memoKey]*Result{}}
+	blind := &memo{mode: memoDryRunBlind, store: newMemoStore(1)}
 	k1, _ := blind.key(base, gk, existing)
 	persisted := base
 	persisted.Persist = true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -62,7 +63,12 @@ type mirror struct {
 	informers map[k8sschema.GroupVersionKind]cache.SharedIndexInformer
 	// changed is closed, and replaced, whenever an informer's store changes.
 	changed chan struct{}
+	// pending are the mirrored writes not yet known to be in the
+	// informers; settled counts those dropped from its front, so that a
+	// caller drops exactly the writes it waited for, however many other
+	// callers settle at the same time (Chain.Admit has concurrent callers).
 	pending []pendingWrite
+	settled int
 }
 
 // pendingWrite is a mirrored write the informers of its kind may not have
@@ -138,10 +144,13 @@ func (m *mirror) waitUntil(ctx context.Context, cond func() bool) error {
 	}
 }
 
-// settle waits until the informers have every mirrored write.
+// settle waits until the informers have every mirrored write. It is safe
+// for concurrent callers: each waits for the writes pending when it
+// started and drops from the front only those no other caller dropped.
 func (m *mirror) settle(ctx context.Context) error {
 	m.mu.Lock()
-	pending := m.pending
+	pending := slices.Clone(m.pending)
+	upTo := m.settled + len(pending)
 	m.mu.Unlock()
 	if len(pending) == 0 {
 		return nil
@@ -158,7 +167,10 @@ func (m *mirror) settle(ctx context.Context) error {
 		return fmt.Errorf("waiting for the admission plugins' informers to see the cluster's last writes: %w", err)
 	}
 	m.mu.Lock()
-	m.pending = m.pending[len(pending):]
+	if drop := upTo - m.settled; drop > 0 {
+		m.pending = m.pending[drop:]
+		m.settled = upTo
+	}
 	m.mu.Unlock()
 	return nil
 }

@@ -33,6 +33,11 @@ type Cache struct {
 	entries map[cacheKey]*list.Element
 	hits    int
 	misses  int
+
+	// results are the admissions remembered for every chain built with
+	// the cache (memo.go).
+	resultsOnce sync.Once
+	results     *memoStore
 }
 
 type cacheKey struct {

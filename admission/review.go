@@ -267,9 +267,9 @@ func WebhookOptions() Options {
 // namespaceSelectors and the namespaceObject variable), as a webhook learns
 // the namespaces of a live cluster. The cluster state is not changed.
 func (c *Chain) PutNamespace(ctx context.Context, ns *corev1.Namespace) error {
-	// Remembered results read the namespaces before this write; the next
-	// epoch starts once the policies see it.
-	defer c.memo.advance()
+	// The namespace is not part of the state the memo's keys digest: from
+	// now on, what the chain remembers is its own.
+	defer c.memo.isolate()
 	namespaces := c.client.CoreV1().Namespaces()
 	_, err := namespaces.Create(ctx, ns, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {

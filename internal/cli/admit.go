@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -355,6 +356,11 @@ func admitOffline(ctx context.Context, o *admitOptions, verb kubectl.Options, wr
 	}
 	defer func() { chain.Close() }()
 
+	if admitWorkers > 1 && batched(verb.Verb) {
+		results, last, err := admission.AdmitInOrder(ctx, chain, kubectlWrites(writes, verb), admitWorkers)
+		chain = last
+		return results, err
+	}
 	results := make([]*admission.Result, 0, len(writes))
 	for _, w := range writes {
 		source := ""
@@ -382,6 +388,34 @@ func admitOffline(ctx context.Context, o *admitOptions, verb kubectl.Options, wr
 		}
 	}
 	return results, nil
+}
+
+// admitWorkers is how many writes of a run admitOffline admits at once.
+var admitWorkers = runtime.GOMAXPROCS(0)
+
+// batched reports whether writes of verb may be admitted through
+// admission.AdmitInOrder: creates, replaces and applies, each committed as
+// it is admitted (a delete removes instead; scale, patch, exec and attach
+// are of one object).
+func batched(v kubectl.Verb) bool {
+	return v == kubectl.Apply || v == kubectl.ServerSideApply || v == kubectl.Replace
+}
+
+// kubectlWrites are writes admitted as verb's kubectl command sends them
+// (admission/kubectl builds the request on whichever goroutine admits it).
+func kubectlWrites(writes []manifest.Object, verb kubectl.Options) []admission.Write {
+	out := make([]admission.Write, len(writes))
+	for i, w := range writes {
+		source := ""
+		if w.Source.File != "" {
+			source = w.Source.String()
+		}
+		out[i] = admission.Write{Source: w.Source.String(), Object: w.Object,
+			Admit: func(ctx context.Context, chain *admission.Chain) (*admission.Result, error) {
+				return kubectl.Admit(ctx, chain, source, w.Object, verb)
+			}}
+	}
+	return out
 }
 
 // hideManagedFields drops managedFields from the stored objects, as kubectl
