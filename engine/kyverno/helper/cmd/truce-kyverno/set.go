@@ -35,7 +35,6 @@ import (
 	"github.com/kyverno/kyverno/pkg/webhooks/handlers"
 	webhooksresource "github.com/kyverno/kyverno/pkg/webhooks/resource"
 	"github.com/kyverno/kyverno/pkg/webhooks/updaterequest"
-	"github.com/kyverno/sdk/extensions/registryclient"
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -288,7 +287,7 @@ func buildSet(parent context.Context, req *protocol.LoadRequest) (ps *policySet,
 		configuration,
 		jp,
 		adapters.Client(client),
-		factories.DefaultRegistryClientFactory(adapters.RegistryClient(registryclient.New()), nil),
+		factories.DefaultRegistryClientFactory(adapters.RegistryClient(offlineRegistry{}), nil),
 		imageverifycache.DisabledImageVerifyCache(),
 		factories.DefaultContextLoaderFactory(cmResolver),
 		// PolicyExceptions are read from every namespace: a repository
