@@ -417,6 +417,11 @@ func (s *Server) deleteNamespace(ctx context.Context, name string) error {
 		return err
 	}
 	zero := int64(0)
+	// Background propagation, as the namespace controller deletes: the
+	// default for v1 ReplicationControllers is to orphan, which adds the
+	// orphan finalizer, and with no garbage collector here the controller
+	// would outlive its namespace and haunt the next case that reuses it.
+	background := metav1.DeletePropagationBackground
 	for _, gvr := range resources {
 		ri := s.dynamic.Resource(gvr).Namespace(name)
 		list, err := ri.List(ctx, metav1.ListOptions{})
@@ -432,7 +437,7 @@ func (s *Server) deleteNamespace(ctx context.Context, name string) error {
 					return err
 				}
 			}
-			err := ri.Delete(ctx, item.GetName(), metav1.DeleteOptions{GracePeriodSeconds: &zero})
+			err := ri.Delete(ctx, item.GetName(), metav1.DeleteOptions{GracePeriodSeconds: &zero, PropagationPolicy: &background})
 			if err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("delete %s %s/%s: %w", gvr.Resource, name, item.GetName(), err)
 			}
