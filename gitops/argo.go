@@ -39,12 +39,19 @@ type ArgoApplication struct {
 	Project              string
 	DestinationNamespace string
 	// Paths are spec.source.path and spec.sources[].path, in order, where set.
-	Paths             []string
+	Paths []string
+	// Sources are spec.source and spec.sources[], in order.
+	Sources           []ArgoSource
 	IgnoreDifferences []ArgoIgnoreDifference
 	// Automated is nil when the Application syncs manually.
 	Automated      *ArgoAutomated
 	SyncOptions    ArgoSyncOptions
 	CompareOptions ArgoCompareOptions
+}
+
+// ArgoSource is where one source of an Application comes from.
+type ArgoSource struct {
+	RepoURL, Chart, Path string
 }
 
 // ArgoIgnoreDifference is one spec.ignoreDifferences entry.
@@ -118,12 +125,25 @@ func ParseArgoApplication(o Object) (*ArgoApplication, []Warning, error) {
 		DestinationNamespace: r.str(m, "spec.destination.namespace", "spec", "destination", "namespace"),
 	}
 	var warns []Warning
-	if p := r.str(m, "spec.source.path", "spec", "source", "path"); p != "" {
-		app.Paths = append(app.Paths, p)
+	addSource := func(src map[string]any, field string) {
+		// Only the path is checked here, as before; repoURL and chart
+		// are checked where sources are rendered (render/world).
+		repoURL, _ := src["repoURL"].(string)
+		chart, _ := src["chart"].(string)
+		s := ArgoSource{RepoURL: repoURL, Chart: chart, Path: r.str(src, field+".path", "path")}
+		app.Sources = append(app.Sources, s)
+		if s.Path != "" {
+			app.Paths = append(app.Paths, s.Path)
+		}
+	}
+	if v, ok := get(m, "spec", "source"); ok {
+		if src, ok := v.(map[string]any); ok {
+			addSource(src, "spec.source")
+		}
 	}
 	for i, src := range r.maps(m, "spec.sources", "spec", "sources") {
-		if p := r.str(src, fmt.Sprintf("spec.sources[%d].path", i), "path"); p != "" {
-			app.Paths = append(app.Paths, p)
+		if src != nil {
+			addSource(src, fmt.Sprintf("spec.sources[%d]", i))
 		}
 	}
 	for i, d := range r.maps(m, "spec.ignoreDifferences", "spec", "ignoreDifferences") {

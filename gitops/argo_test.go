@@ -61,6 +61,7 @@ func TestParseArgoApplication(t *testing.T) {
 		Source: at(t, "apps/shop.yaml:1"), Name: "shop", Namespace: "argocd", Project: "default",
 		DestinationNamespace: "shop",
 		Paths:                []string{"apps/shop", "apps/shared"},
+		Sources:              []ArgoSource{{Path: "apps/shop"}, {Path: "apps/shared"}, {Chart: "redis"}},
 		IgnoreDifferences: []ArgoIgnoreDifference{
 			{Group: "apps", Kind: "Deployment", JQPathExpressions: []string{".spec.template.spec.containers[].image"}},
 			{Kind: "Service", Name: "web", Namespace: "shop", JSONPointers: []string{"/spec/clusterIP"}, ManagedFieldsManagers: []string{"kube-controller-manager"}},

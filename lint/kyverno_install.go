@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"github.com/truce-dev/truce/gitops"
 )
 
@@ -53,7 +51,7 @@ func checkArgoInstallsKyverno(_ context.Context, in *Input) ([]Finding, error) {
 	var out []Finding
 	for i, app := range apps {
 		o := appObjs[i]
-		src := kyvernoChartSource(o.Object)
+		src := kyvernoChartSource(app)
 		if src == "" {
 			continue
 		}
@@ -85,27 +83,14 @@ func checkArgoInstallsKyverno(_ context.Context, in *Input) ([]Finding, error) {
 // kyvernoChartSource names the source of app that is Kyverno's Helm chart
 // (its Helm repository, its OCI charts or the chart's directory in
 // Kyverno's Git repository), or returns "".
-func kyvernoChartSource(app *unstructured.Unstructured) string {
-	var sources []map[string]any
-	if s, ok, _ := unstructured.NestedMap(app.Object, "spec", "source"); ok {
-		sources = append(sources, s)
-	}
-	list, _, _ := unstructured.NestedSlice(app.Object, "spec", "sources")
-	for _, s := range list {
-		if m, ok := s.(map[string]any); ok {
-			sources = append(sources, m)
-		}
-	}
-	for _, s := range sources {
-		repo, _ := s["repoURL"].(string)
-		chart, _ := s["chart"].(string)
-		path, _ := s["path"].(string)
-		repo = strings.TrimSuffix(strings.TrimSuffix(strings.ToLower(repo), "/"), ".git")
+func kyvernoChartSource(app *gitops.ArgoApplication) string {
+	for _, s := range app.Sources {
+		repo := strings.TrimSuffix(strings.TrimSuffix(strings.ToLower(s.RepoURL), "/"), ".git")
 		switch {
-		case chart == kyvernoChart && (strings.Contains(repo, kyvernoChartRepository) || strings.Contains(repo, kyvernoChartOCIRepository)):
-			return fmt.Sprintf("chart %s from %s", chart, s["repoURL"])
-		case strings.HasSuffix(repo, kyvernoChartGitRepository) && strings.Trim(path, "/") == kyvernoChartPathInKyvernos:
-			return fmt.Sprintf("path %s of %s", path, s["repoURL"])
+		case s.Chart == kyvernoChart && (strings.Contains(repo, kyvernoChartRepository) || strings.Contains(repo, kyvernoChartOCIRepository)):
+			return fmt.Sprintf("chart %s from %s", s.Chart, s.RepoURL)
+		case strings.HasSuffix(repo, kyvernoChartGitRepository) && strings.Trim(s.Path, "/") == kyvernoChartPathInKyvernos:
+			return fmt.Sprintf("path %s of %s", s.Path, s.RepoURL)
 		}
 	}
 	return ""
