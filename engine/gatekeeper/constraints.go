@@ -10,6 +10,7 @@ import (
 	"github.com/open-policy-agent/frameworks/constraint/pkg/core/templates"
 	"github.com/open-policy-agent/gatekeeper/v3/pkg/target"
 	"github.com/open-policy-agent/gatekeeper/v3/pkg/util"
+	"github.com/truce-dev/truce/engine/gatekeeper/internal/k8scel"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -36,17 +37,24 @@ var templateScheme = func() *runtime.Scheme {
 }()
 
 // newConstraintClient returns the constraint framework's client as
-// Gatekeeper's webhook builds it (main.go setupControllers): the Kubernetes
-// validation target, the Rego driver with referential data
-// ("inventory") enabled, the webhook enforcement point. Gatekeeper's CEL
-// driver (k8scel) does not build against Kubernetes 1.37, so it is absent.
+// Gatekeeper's webhook builds it (main.go setupControllers, with its
+// default --enable-k8s-native-validation): the Kubernetes validation
+// target, the CEL driver (k8scel) first, then the Rego driver with
+// referential data ("inventory") enabled, the webhook enforcement point.
+// The client runs a template that carries both CEL and Rego with the first
+// driver that takes it, so the order decides which code answers.
 func newConstraintClient() (*constraintclient.Client, error) {
+	celDriver, err := k8scel.New()
+	if err != nil {
+		return nil, fmt.Errorf("creating Gatekeeper's CEL driver: %w", err)
+	}
 	driver, err := rego.New(rego.Tracing(false), rego.Externs("inventory"))
 	if err != nil {
 		return nil, fmt.Errorf("creating Gatekeeper's Rego driver: %w", err)
 	}
 	c, err := constraintclient.NewClient(
 		constraintclient.Targets(&target.K8sValidationTarget{}),
+		constraintclient.Driver(celDriver),
 		constraintclient.Driver(driver),
 		constraintclient.EnforcementPoints(util.WebhookEnforcementPoint),
 	)
@@ -63,7 +71,7 @@ type policies struct {
 	client *constraintclient.Client
 	crds   []*unstructured.Unstructured
 	// unevaluated are the constraint kinds of templates the client
-	// cannot run (CEL only), with why; notEvaluated their constraints.
+	// cannot run, with why; notEvaluated their constraints.
 	unevaluated  map[string]string
 	notEvaluated []notEvaluated
 }
@@ -118,9 +126,10 @@ func readPolicies(ctx context.Context, objs []*unstructured.Unstructured) (*poli
 			return nil, fmt.Errorf("reading Gatekeeper's ConstraintTemplate %s: %w", o.GetName(), err)
 		}
 		if _, err := c.AddTemplate(ctx, ct); err != nil {
-			// A template only Gatekeeper's CEL driver runs: its
-			// constraints are known, not evaluated.
-			p.unevaluated[ct.Spec.CRD.Spec.Names.Kind] = fmt.Sprintf("its ConstraintTemplate %s has no Rego, and Gatekeeper's CEL driver does not build against Kubernetes 1.37 (%v)", o.GetName(), err)
+			// Neither driver takes it (Gatekeeper reports the error in
+			// the template's status; its CRD exists): its constraints
+			// are known, not evaluated.
+			p.unevaluated[ct.Spec.CRD.Spec.Names.Kind] = fmt.Sprintf("Gatekeeper cannot run its ConstraintTemplate %s: %v", o.GetName(), err)
 		}
 		u, err := crdObject(crd)
 		if err != nil {
