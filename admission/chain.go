@@ -107,6 +107,8 @@ type Chain struct {
 	mirror *mirror
 	// memo remembers results of writes admitted against the same state.
 	memo *memo
+	// engineWatches are kinds the installed engines read (Installation.Watches).
+	engineWatches map[k8sschema.GroupKind]bool
 }
 
 // NewChain compiles the admission configuration in state. The chain keeps
@@ -118,7 +120,7 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 	if opts.ServiceClusterIPRange == "" {
 		opts.ServiceClusterIPRange = builtin.DefaultServiceClusterIPRange
 	}
-	hooks, err := installEngines(ctx, opts.Engines, state, opts.InProcessWebhooks)
+	hooks, watches, err := installEngines(ctx, opts.Engines, state, opts.InProcessWebhooks)
 	if err != nil {
 		return nil, err
 	}
@@ -153,6 +155,8 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 		state:    state,
 		services: services,
 		memo:     newMemo(state, names, opts),
+
+		engineWatches: watches,
 
 		customResources: map[k8sschema.GroupVersionResource]*customResource{},
 		fieldManagers:   map[k8sschema.GroupVersionResource]*managedfields.FieldManager{},

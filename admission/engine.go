@@ -40,14 +40,21 @@ type Installation struct {
 	Objects []*unstructured.Unstructured
 	// Webhooks serve the configurations' services in process.
 	Webhooks InProcessWebhooks
+	// Watches are kinds of objects the installed engine reads from the
+	// cluster besides its configuration (Gatekeeper's synced data): a
+	// write or delete of one rebuilds the chain, as one of its
+	// configuration does, so the engine reads them as they are.
+	Watches []k8sschema.GroupKind
 }
 
 // installEngines installs every engine into state and returns the webhooks
-// they serve, with hooks (the chain's own in-process webhooks) among them.
-func installEngines(ctx context.Context, engines []PolicyEngine, state *State, hooks InProcessWebhooks) (InProcessWebhooks, error) {
+// they serve, with hooks (the chain's own in-process webhooks) among them,
+// and the kinds the engines watch.
+func installEngines(ctx context.Context, engines []PolicyEngine, state *State, hooks InProcessWebhooks) (InProcessWebhooks, map[k8sschema.GroupKind]bool, error) {
 	if len(engines) == 0 {
-		return hooks, nil
+		return hooks, nil, nil
 	}
+	watches := map[k8sschema.GroupKind]bool{}
 	all := InProcessWebhooks{}
 	for k, v := range hooks {
 		all[k] = v
@@ -56,29 +63,35 @@ func installEngines(ctx context.Context, engines []PolicyEngine, state *State, h
 	for _, e := range engines {
 		inst, err := e.Install(ctx, objs)
 		if err != nil {
-			return nil, fmt.Errorf("installing %s: %w", e.Name(), err)
+			return nil, nil, fmt.Errorf("installing %s: %w", e.Name(), err)
 		}
 		if inst == nil {
 			continue
 		}
 		for _, o := range inst.Objects {
 			if err := state.putSystem(o); err != nil {
-				return nil, fmt.Errorf("installing %s: %s %s: %w", e.Name(), o.GetKind(), o.GetName(), err)
+				return nil, nil, fmt.Errorf("installing %s: %s %s: %w", e.Name(), o.GetKind(), o.GetName(), err)
 			}
 		}
 		for svc, h := range inst.Webhooks {
 			if _, dup := all[svc]; dup {
-				return nil, fmt.Errorf("installing %s: service %s is already served in process", e.Name(), svc)
+				return nil, nil, fmt.Errorf("installing %s: service %s is already served in process", e.Name(), svc)
 			}
 			all[svc] = h
 		}
+		for _, gk := range inst.Watches {
+			watches[gk] = true
+		}
 	}
-	return all, nil
+	return all, watches, nil
 }
 
 // configuresEngine reports whether objects of gk configure one of the
-// chain's engines.
+// chain's engines, or are read by one as installed.
 func (c *Chain) configuresEngine(gk k8sschema.GroupKind) bool {
+	if c.engineWatches[gk] {
+		return true
+	}
 	for _, e := range c.opts.Engines {
 		if e.Configures(gk) {
 			return true

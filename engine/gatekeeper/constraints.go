@@ -106,8 +106,9 @@ func (p *policies) unpredictable(review *target.AugmentedReview) []string {
 }
 
 // readPolicies ingests the ConstraintTemplates and constraints among objs as
-// Gatekeeper's constraint template and constraint controllers do.
-func readPolicies(ctx context.Context, objs []*unstructured.Unstructured) (*policies, error) {
+// Gatekeeper's constraint template and constraint controllers do, and
+// inventory as its cache manager syncs it.
+func readPolicies(ctx context.Context, objs, inventory []*unstructured.Unstructured) (*policies, error) {
 	c, err := newConstraintClient()
 	if err != nil {
 		return nil, err
@@ -147,6 +148,11 @@ func readPolicies(ctx context.Context, objs []*unstructured.Unstructured) (*poli
 				continue
 			}
 			return nil, fmt.Errorf("reading Gatekeeper's %s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+	}
+	for _, o := range inventory {
+		if _, err := c.AddData(ctx, o); err != nil {
+			return nil, fmt.Errorf("syncing %s %s/%s into Gatekeeper's inventory: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
 		}
 	}
 	return p, nil

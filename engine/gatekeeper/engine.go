@@ -73,7 +73,7 @@ func (e *Engine) Name() string { return "Gatekeeper" }
 // its policies' namespaceSelectors are matched against.
 func (e *Engine) Configures(gk k8sschema.GroupKind) bool {
 	switch gk.Group {
-	case mutationsGroup, configGroup, templatesGroup, constraintsGroup:
+	case mutationsGroup, configGroup, templatesGroup, constraintsGroup, syncSetGroup:
 		return true
 	case "":
 		return gk.Kind == "Namespace"
@@ -99,7 +99,11 @@ func (e *Engine) Install(ctx context.Context, objs []*unstructured.Unstructured)
 	if err != nil {
 		return nil, err
 	}
-	pols, err := readPolicies(ctx, objs)
+	inventory, err := cfg.inventory(objs)
+	if err != nil {
+		return nil, err
+	}
+	pols, err := readPolicies(ctx, objs, inventory)
 	if err != nil {
 		return nil, err
 	}
@@ -119,6 +123,7 @@ func (e *Engine) Install(ctx context.Context, objs []*unstructured.Unstructured)
 		Webhooks: admission.InProcessWebhooks{
 			Namespace + "/" + Service: {Handler: mux, Certificate: e.serving},
 		},
+		Watches: cfg.watches(),
 	}, nil
 }
 
