@@ -71,8 +71,12 @@ $(TOOLS)/staticcheck:
 
 # The e2e suites start kube-apiserver v1.37.2 with etcd in-process; the first
 # build compiles kube-apiserver (~12 minutes on 2 cores, cached afterwards).
-e2e: helper
+# engine/kyverno's TestCLICorpus runs in unit against the kyverno CLI's
+# recorded answers; here it asks the CLI itself (bin/kyverno, built from
+# the helper's module), so the recordings cannot go stale.
+e2e: helper kyverno-cli
 	TRUCE_KYVERNO=$(CURDIR)/bin/truce-kyverno $(GO) test -tags e2e -count=1 -timeout 80m ./e2e/...
+	TRUCE_KYVERNO=$(CURDIR)/bin/truce-kyverno TRUCE_KYVERNO_CLI=$(CURDIR)/bin/kyverno $(GO) test -count=1 -timeout 30m -run TestCLICorpus ./engine/kyverno
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./admission/

@@ -130,20 +130,26 @@ func TestCLICorpus(t *testing.T) {
 	if err := yaml.UnmarshalStrict(data, &corpus); err != nil {
 		t.Fatalf("testdata/cli-corpus.yaml: %v", err)
 	}
+	// One helper serves every suite's chain, each its own set of
+	// policies: starting Kyverno once instead of per suite.
+	eng := kyverno.New(kyverno.Options{HelperPath: helperPath})
+	t.Cleanup(eng.Close)
 	judged, ran := 0, 0
+	var stats cliStats
 	for _, entry := range corpus.Suites {
 		t.Run(entry.Dir, func(t *testing.T) {
 			ran++
-			judged += runCLISuite(t, cli, entry)
+			judged += runCLISuite(t, eng, &stats, cli, entry)
 		})
 	}
-	t.Logf("%d resources in %d suites judged", judged, ran)
+	t.Logf("%d resources in %d suites judged: %d denied, %d admitted (%d patched, %d with Kyverno warnings)",
+		judged, ran, stats.denied, judged-stats.denied, stats.patched, stats.warned)
 	if ran == len(corpus.Suites) && judged < 60 {
 		t.Errorf("%d resources judged, the corpus promises at least 60", judged)
 	}
 }
 
-func runCLISuite(t *testing.T, cli string, entry cliSuiteEntry) int {
+func runCLISuite(t *testing.T, eng *kyverno.Engine, stats *cliStats, cli string, entry cliSuiteEntry) int {
 	dir := filepath.Join("testdata", "cli", filepath.FromSlash(entry.Dir))
 	if entry.Own {
 		dir = filepath.Join("testdata", "cli-own", filepath.FromSlash(entry.Dir))
@@ -234,7 +240,7 @@ func runCLISuite(t *testing.T, cli string, entry cliSuiteEntry) int {
 			omit = res.GetName()
 		}
 		if _, ok := chains[omit]; !ok {
-			chains[omit] = cliChain(t, entry, resources, policies, exceptions, omit)
+			chains[omit] = cliChain(t, eng, entry, resources, policies, exceptions, omit)
 		}
 		return chains[omit]
 	}
@@ -266,6 +272,7 @@ func runCLISuite(t *testing.T, cli string, entry cliSuiteEntry) int {
 				t.Logf("the CLI differs from the webhook here: %s", d.Reason)
 			}
 			compareAnswer(t, got, want, res)
+			tally(stats, want, res)
 			// kyverno test's patchedResources: pass when the patched
 			// resource is the file's, fail when it is not.
 			for _, r := range spec.Results {
@@ -296,7 +303,7 @@ func runCLISuite(t *testing.T, cli string, entry cliSuiteEntry) int {
 // cliChain is a chain whose cluster holds the Namespaces the suite's
 // resources name (with the corpus's labels, but not omit), its policies
 // and its exceptions.
-func cliChain(t *testing.T, entry cliSuiteEntry, resources, policies, exceptions []*unstructured.Unstructured, omit string) *admission.Chain {
+func cliChain(t *testing.T, eng *kyverno.Engine, entry cliSuiteEntry, resources, policies, exceptions []*unstructured.Unstructured, omit string) *admission.Chain {
 	t.Helper()
 	names := map[string]bool{"default": true}
 	for _, o := range append(append(slices.Clone(resources), policies...), exceptions...) {
@@ -327,8 +334,6 @@ func cliChain(t *testing.T, entry cliSuiteEntry, resources, policies, exceptions
 	for _, o := range append(slices.Clone(policies), exceptions...) {
 		cluster = append(cluster, o.DeepCopy())
 	}
-	eng := kyverno.New(kyverno.Options{HelperPath: helperPath})
-	t.Cleanup(eng.Close)
 	state, err := admission.NewState(cluster...)
 	if err != nil {
 		t.Fatal(err)
@@ -563,6 +568,26 @@ func (a cliAnswer) result(policy, rule, kind, ns, name string) string {
 // namespace in "default", as truce writes it.
 func sameNamespace(cli, written string) bool {
 	return cli == written || written == "" && cli == "default"
+}
+
+// cliStats counts the answers the corpus judged, for the log.
+type cliStats struct{ denied, patched, warned int }
+
+func tally(s *cliStats, want expected, res *unstructured.Unstructured) {
+	switch {
+	case !want.allowed:
+		s.denied++
+	default:
+		for _, d := range diffPaths(res.Object, want.patched, "") {
+			if want.patched != nil && d != "/metadata/namespace" { // the CLI's default namespace
+				s.patched++
+				break
+			}
+		}
+		if len(want.warnings) > 0 {
+			s.warned++
+		}
+	}
 }
 
 // action is what a policy's failing rule does at admission.
