@@ -12,7 +12,7 @@ IMAGE ?= ghcr.io/truce-dev/truce
 VERSION_PKG := github.com/truce-dev/truce/internal/version
 LDFLAGS := -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).commit=$(COMMIT)
 
-.PHONY: test unit lint e2e build helper bench generate image release test-release
+.PHONY: test unit lint e2e build helper kyverno-cli bench generate image release test-release
 
 test: lint unit e2e test-release
 
@@ -26,6 +26,13 @@ build: helper
 # (package protocol) link nothing of Kyverno.
 helper:
 	cd engine/kyverno/helper && $(GO) build -o $(CURDIR)/bin/truce-kyverno ./cmd/truce-kyverno
+
+# Kyverno's own CLI, from the helper's module (a `tool` of its go.mod, so
+# the same Kyverno and dependencies as the helper): the judge of
+# engine/kyverno's TestCLICorpus, which asks it live through
+# $$TRUCE_KYVERNO_CLI and otherwise compares with its recorded answers.
+kyverno-cli:
+	cd engine/kyverno/helper && $(GO) build -o $(CURDIR)/bin/kyverno github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno
 
 # The image, without a Docker daemon or a base image to download:
 # linux/amd64 and linux/arm64 static binaries on an empty base, user 65532.
@@ -64,8 +71,12 @@ $(TOOLS)/staticcheck:
 
 # The e2e suites start kube-apiserver v1.37.2 with etcd in-process; the first
 # build compiles kube-apiserver (~12 minutes on 2 cores, cached afterwards).
-e2e: helper
+# engine/kyverno's TestCLICorpus runs in unit against the kyverno CLI's
+# recorded answers; here it asks the CLI itself (bin/kyverno, built from
+# the helper's module), so the recordings cannot go stale.
+e2e: helper kyverno-cli
 	TRUCE_KYVERNO=$(CURDIR)/bin/truce-kyverno $(GO) test -tags e2e -count=1 -timeout 80m ./e2e/...
+	TRUCE_KYVERNO=$(CURDIR)/bin/truce-kyverno TRUCE_KYVERNO_CLI=$(CURDIR)/bin/kyverno $(GO) test -count=1 -timeout 30m -run TestCLICorpus ./engine/kyverno
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./admission/

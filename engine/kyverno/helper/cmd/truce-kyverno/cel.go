@@ -66,10 +66,20 @@ func sortCEL(objs []runtime.Object) *celObjects {
 // for a policies.kyverno.io object: the CRDs serve v1, v1alpha1 and
 // v1beta1 with conversion strategy None and store v1beta1, so an object
 // written as v1 is read back as v1beta1 with only its apiVersion changed.
-// Kyverno's clients know v1beta1 alone.
+// Kyverno's clients know v1beta1 alone. The same holds for kyverno.io:
+// ClusterPolicy and Policy are served as v1 and v2beta1 and stored as v1,
+// PolicyException served as v2 and v2beta1 and stored as v2 (Kyverno's
+// CRDs, conversion None), and Kyverno's informers watch the stored
+// versions; a v2beta1 ClusterPolicy was otherwise decoded as a type the
+// policy set does not take and left out.
 func storedVersion(gvk k8sschema.GroupVersionKind) k8sschema.GroupVersionKind {
-	if gvk.Group == "policies.kyverno.io" {
+	switch {
+	case gvk.Group == "policies.kyverno.io":
 		gvk.Version = "v1beta1"
+	case gvk.Group == "kyverno.io" && (gvk.Kind == "ClusterPolicy" || gvk.Kind == "Policy"):
+		gvk.Version = "v1"
+	case gvk.Group == "kyverno.io" && gvk.Kind == "PolicyException":
+		gvk.Version = "v2"
 	}
 	return gvk
 }
