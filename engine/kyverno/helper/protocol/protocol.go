@@ -16,7 +16,7 @@ import (
 // helper. A request of another version is refused, so a truce and a helper
 // built from different commits fail with a clear error instead of
 // misreading each other.
-const ProtocolVersion = 2
+const ProtocolVersion = 3
 
 // The operations of the protocol.
 const (
@@ -31,6 +31,11 @@ const (
 	OpReview = "review"
 	// OpUnload forgets a set.
 	OpUnload = "unload"
+	// OpGenerate runs Kyverno's background generate controller (version 3):
+	// without a trigger it answers the policies' generate rules (what
+	// triggers them, what they clone and generate); with one, the writes
+	// the controller makes for it, as it makes them for an UpdateRequest.
+	OpGenerate = "generate"
 )
 
 // Request is one line on the helper's standard input.
@@ -41,6 +46,8 @@ type Request struct {
 	Load   *LoadRequest   `json:"load,omitempty"`
 	Review *ReviewRequest `json:"review,omitempty"`
 	Set    string         `json:"set,omitempty"`
+	// Generate is OpGenerate's body.
+	Generate *GenerateRequest `json:"generate,omitempty"`
 }
 
 // LoadRequest carries what configures Kyverno: the objects its informers
@@ -70,6 +77,80 @@ type ReviewRequest struct {
 	Review json.RawMessage `json:"review"`
 }
 
+// GenerateRequest asks what Kyverno's background controller writes. It is
+// stateless: it carries the policies and the cluster state the controller
+// reads, so truce decides when the controller acts (a trigger's admission,
+// a change of a synchronized source or downstream object) and the helper
+// only what it then writes.
+type GenerateRequest struct {
+	// Policies are ClusterPolicies and Policies; those without generate
+	// rules are ignored.
+	Policies []json.RawMessage `json:"policies"`
+	// Resources is the cluster's discovery: the generate controller maps
+	// kinds to resources through it.
+	Resources []*metav1.APIResourceList `json:"resources"`
+	// Trigger is the object the UpdateRequest names; empty asks only for
+	// the rules.
+	Trigger json.RawMessage `json:"trigger,omitempty"`
+	// Operation is the admission operation that made the UpdateRequest:
+	// CREATE or UPDATE.
+	Operation string `json:"operation,omitempty"`
+	// NamespaceLabels are the labels of the trigger's namespace, for the
+	// rules' namespaceSelectors.
+	NamespaceLabels map[string]string `json:"namespaceLabels,omitempty"`
+	// Objects are the live objects the controller may read: clone
+	// sources, existing downstream objects.
+	Objects []json.RawMessage `json:"objects,omitempty"`
+	// Policy and Rule, when set, restrict the run to one rule (the
+	// UpdateRequest's rule context). Policy is "name" or "namespace/name".
+	Policy string `json:"policy,omitempty"`
+	Rule   string `json:"rule,omitempty"`
+}
+
+// GenerateRule is a generate rule as Kyverno's autogen computes the
+// policy's rules.
+type GenerateRule struct {
+	// Policy is "name" for a ClusterPolicy, "namespace/name" for a Policy.
+	Policy string `json:"policy"`
+	Rule   string `json:"rule"`
+	// Kinds are the kinds the rule matches (its triggers), as written in
+	// the policy: "Namespace", "apps/v1/Deployment", "Pod/status".
+	Kinds       []string `json:"kinds"`
+	Synchronize bool     `json:"synchronize,omitempty"`
+	// APIVersion and Kind are what the rule generates; Namespace and Name
+	// may hold variables.
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name,omitempty"`
+	// Clone is the source object of a clone rule ("namespace/name"),
+	// CloneList the kinds a cloneList copies from CloneNamespace.
+	Clone          string   `json:"clone,omitempty"`
+	CloneList      []string `json:"cloneList,omitempty"`
+	CloneNamespace string   `json:"cloneNamespace,omitempty"`
+	// Unpredictable names what the rule reads that truce cannot give
+	// Kyverno offline (apiCall, imageRegistry, globalReference context
+	// entries, foreach generation); empty when it reads only the trigger
+	// and the cluster objects sent.
+	Unpredictable string `json:"unpredictable,omitempty"`
+}
+
+// Write is one write of Kyverno's background controller.
+type Write struct {
+	// Op is "create" or "update".
+	Op     string          `json:"op"`
+	Object json.RawMessage `json:"object"`
+}
+
+// GenerateResponse is OpGenerate's answer.
+type GenerateResponse struct {
+	Rules  []GenerateRule `json:"rules,omitempty"`
+	Writes []Write        `json:"writes,omitempty"`
+	// Errors are the rules that failed for the trigger, as Kyverno fails
+	// an UpdateRequest ("policy/rule: message").
+	Errors []string `json:"errors,omitempty"`
+}
+
 // Response is one line on the helper's standard output.
 type Response struct {
 	V     int    `json:"v"`
@@ -83,6 +164,8 @@ type Response struct {
 	Warnings []string          `json:"warnings,omitempty"`
 	// Review
 	Review json.RawMessage `json:"review,omitempty"`
+	// Generate
+	Generate *GenerateResponse `json:"generate,omitempty"`
 }
 
 // DecodeRequest decodes and checks one request line.
@@ -110,6 +193,13 @@ func DecodeRequest(line []byte) (*Request, error) {
 	case OpUnload:
 		if r.Set == "" {
 			return &r, errors.New("unload: no set")
+		}
+	case OpGenerate:
+		if r.Generate == nil {
+			return &r, errors.New("generate: no generate field")
+		}
+		if len(r.Generate.Trigger) > 0 && r.Generate.Operation != "CREATE" && r.Generate.Operation != "UPDATE" {
+			return &r, fmt.Errorf("generate: operation %q, want CREATE or UPDATE", r.Generate.Operation)
 		}
 	default:
 		return &r, fmt.Errorf("unknown operation %q", r.Op)

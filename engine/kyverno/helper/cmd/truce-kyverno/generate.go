@@ -1,0 +1,317 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
+	kyvernov2 "github.com/kyverno/kyverno/api/kyverno/v2"
+	"github.com/kyverno/kyverno/pkg/autogen"
+	"github.com/kyverno/kyverno/pkg/background/common"
+	"github.com/kyverno/kyverno/pkg/background/generate"
+	"github.com/kyverno/kyverno/pkg/clients/dclient"
+	"github.com/kyverno/kyverno/pkg/engine"
+	"github.com/kyverno/kyverno/pkg/engine/adapters"
+	engineapi "github.com/kyverno/kyverno/pkg/engine/api"
+	"github.com/kyverno/kyverno/pkg/engine/context/resolvers"
+	"github.com/kyverno/kyverno/pkg/engine/factories"
+	"github.com/kyverno/kyverno/pkg/engine/jmespath"
+	imageverifycache "github.com/kyverno/kyverno/pkg/image/verification/cache"
+	"github.com/truce-dev/truce/engine/kyverno/helper/protocol"
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+)
+
+// runGenerate answers OpGenerate: the policies' generate rules, and, for a
+// trigger, what Kyverno's generate controller writes when it processes an
+// UpdateRequest for it (pkg/background/generate: the same policy context,
+// engine.Generate to see which rules still apply, ApplyGeneratePolicy),
+// against a fake cluster holding the objects truce sent. The writes are
+// read back from that fake cluster: objects it created, and objects sent
+// that it changed (a synchronized downstream object, the clone-source
+// label Kyverno puts on a source).
+func runGenerate(ctx context.Context, req *protocol.GenerateRequest) (*protocol.GenerateResponse, error) {
+	policies, err := decodePolicies(req.Policies)
+	if err != nil {
+		return nil, err
+	}
+	resp := &protocol.GenerateResponse{}
+	for _, p := range policies {
+		resp.Rules = append(resp.Rules, generateRules(p)...)
+	}
+	if len(req.Trigger) == 0 {
+		return resp, nil
+	}
+	trigger := &unstructured.Unstructured{}
+	if err := trigger.UnmarshalJSON(req.Trigger); err != nil {
+		return nil, fmt.Errorf("the trigger: %w", err)
+	}
+	objects := make([]runtime.Object, 0, len(req.Objects)+1)
+	sent := map[schema.GroupVersionKind]map[[2]string]*unstructured.Unstructured{}
+	keep := func(u *unstructured.Unstructured) {
+		gvk := u.GroupVersionKind()
+		if sent[gvk] == nil {
+			sent[gvk] = map[[2]string]*unstructured.Unstructured{}
+		}
+		key := [2]string{u.GetNamespace(), u.GetName()}
+		if _, dup := sent[gvk][key]; dup {
+			return
+		}
+		sent[gvk][key] = u
+		objects = append(objects, u.DeepCopy())
+	}
+	keep(trigger)
+	for i, raw := range req.Objects {
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(raw); err != nil {
+			return nil, fmt.Errorf("object %d: %w", i, err)
+		}
+		keep(u)
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	listKinds := map[schema.GroupVersionResource]string{}
+	for _, l := range req.Resources {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, r := range l.APIResources {
+			if !strings.Contains(r.Name, "/") {
+				listKinds[gv.WithResource(r.Name)] = r.Kind + "List"
+			}
+		}
+	}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, objects...)
+	kubeClient := kubefake.NewClientset()
+	kubeClient.Discovery().(*fakediscovery.FakeDiscovery).Resources = req.Resources
+	client, err := dclient.NewClient(ctx, dyn, kubeClient, time.Hour, false, nil)
+	if err != nil {
+		return nil, fmt.Errorf("kyverno client: %w", err)
+	}
+	configuration, err := defaultConfiguration()
+	if err != nil {
+		return nil, err
+	}
+	jp := jmespath.New(configuration)
+	cmResolver, err := resolvers.NewClientBasedResolver(kubeClient)
+	if err != nil {
+		return nil, err
+	}
+	eng := engine.NewEngine(
+		configuration,
+		jp,
+		adapters.Client(client),
+		factories.DefaultRegistryClientFactory(adapters.RegistryClient(offlineRegistry{}), nil),
+		imageverifycache.DisabledImageVerifyCache(),
+		factories.DefaultContextLoaderFactory(cmResolver),
+		nil,
+		nil,
+	)
+	controller := generate.NewGenerateControllerWithOnlyClient(client, eng)
+	logger := logr.Discard()
+	urContext := kyvernov2.UpdateRequestSpecContext{
+		UserRequestInfo:      kyvernov2.RequestInfo{},
+		AdmissionRequestInfo: kyvernov2.AdmissionRequestInfoObject{Operation: admissionv1.Operation(req.Operation)},
+	}
+	var created []kyvernov1.ResourceSpec
+	for _, policy := range policies {
+		if !policy.GetSpec().HasGenerate() || (req.Policy != "" && policyKey(policy) != req.Policy) {
+			continue
+		}
+		policyContext, err := common.NewBackgroundContext(logger, client, urContext, policy, trigger, configuration, jp, req.NamespaceLabels)
+		if err != nil {
+			resp.Errors = append(resp.Errors, fmt.Sprintf("%s: %v", policyKey(policy), err))
+			continue
+		}
+		// Which rules still apply to the trigger, as the controller asks
+		// before generating.
+		response := eng.Generate(ctx, policyContext)
+		var applicable []string
+		for _, r := range response.PolicyResponse.Rules {
+			if r.Status() == engineapi.RuleStatusPass && (req.Rule == "" || r.Name() == req.Rule) {
+				applicable = append(applicable, r.Name())
+			}
+		}
+		if len(applicable) == 0 {
+			continue
+		}
+		byRule, err := controller.ApplyGeneratePolicy(logger, policyContext, applicable)
+		if err != nil {
+			resp.Errors = append(resp.Errors, fmt.Sprintf("%s: %v", policyKey(policy), err))
+			continue
+		}
+		for _, specs := range byRule {
+			created = append(created, specs...)
+		}
+	}
+
+	// Read the writes back from the fake cluster.
+	seen := map[string]bool{}
+	for _, spec := range created {
+		obj, err := client.GetResource(ctx, spec.APIVersion, spec.Kind, spec.Namespace, spec.Name)
+		if err != nil {
+			return nil, fmt.Errorf("reading back what Kyverno generated (%s): %w", spec.String(), err)
+		}
+		key := obj.GroupVersionKind().String() + "|" + obj.GetNamespace() + "/" + obj.GetName()
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		op := "update"
+		if _, existed := sent[obj.GroupVersionKind()][[2]string{obj.GetNamespace(), obj.GetName()}]; !existed {
+			op = "create"
+		}
+		if op == "update" && equality.Semantic.DeepEqual(obj.Object, sent[obj.GroupVersionKind()][[2]string{obj.GetNamespace(), obj.GetName()}].Object) {
+			continue
+		}
+		if err := appendWrite(resp, op, obj); err != nil {
+			return nil, err
+		}
+	}
+	var gvks []schema.GroupVersionKind
+	for gvk := range sent {
+		gvks = append(gvks, gvk)
+	}
+	sort.Slice(gvks, func(i, j int) bool { return gvks[i].String() < gvks[j].String() })
+	for _, gvk := range gvks {
+		keys := make([][2]string, 0, len(sent[gvk]))
+		for k := range sent[gvk] {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool { return keys[i][0]+"/"+keys[i][1] < keys[j][0]+"/"+keys[j][1] })
+		for _, k := range keys {
+			before := sent[gvk][k]
+			if seen[gvk.String()+"|"+k[0]+"/"+k[1]] {
+				continue
+			}
+			after, err := client.GetResource(ctx, gvk.GroupVersion().String(), gvk.Kind, k[0], k[1])
+			if err != nil {
+				// Kyverno deleted nothing here; an object it cannot read
+				// back is one it did not write.
+				continue
+			}
+			if !equality.Semantic.DeepEqual(after.Object, before.Object) {
+				if err := appendWrite(resp, "update", after); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return resp, nil
+}
+
+func appendWrite(resp *protocol.GenerateResponse, op string, obj *unstructured.Unstructured) error {
+	raw, err := obj.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	resp.Writes = append(resp.Writes, protocol.Write{Op: op, Object: raw})
+	return nil
+}
+
+// decodePolicies decodes the ClusterPolicies and Policies of raws; other
+// kinds are an error (truce sends only these).
+func decodePolicies(raws []json.RawMessage) ([]kyvernov1.PolicyInterface, error) {
+	d, err := decodeObjects(raws)
+	if err != nil {
+		return nil, err
+	}
+	var out []kyvernov1.PolicyInterface
+	for _, o := range d.kyverno {
+		p, ok := o.(kyvernov1.PolicyInterface)
+		if !ok {
+			return nil, fmt.Errorf("%T is not a ClusterPolicy or Policy", o)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func policyKey(p kyvernov1.PolicyInterface) string {
+	if p.GetNamespace() != "" {
+		return p.GetNamespace() + "/" + p.GetName()
+	}
+	return p.GetName()
+}
+
+// generateRules describes p's generate rules as autogen computes them.
+func generateRules(p kyvernov1.PolicyInterface) []protocol.GenerateRule {
+	var out []protocol.GenerateRule
+	for _, rule := range autogen.Default.ComputeRules(p, "") {
+		if !rule.HasGenerate() {
+			continue
+		}
+		g := rule.Generation
+		r := protocol.GenerateRule{
+			Policy:      policyKey(p),
+			Rule:        rule.Name,
+			Kinds:       matchKinds(rule),
+			Synchronize: g.Synchronize,
+			APIVersion:  g.APIVersion,
+			Kind:        g.Kind,
+			Namespace:   g.Namespace,
+			Name:        g.Name,
+		}
+		if g.Clone.Name != "" {
+			r.Clone = g.Clone.Namespace + "/" + g.Clone.Name
+		}
+		if len(g.CloneList.Kinds) > 0 {
+			r.CloneList, r.CloneNamespace = g.CloneList.Kinds, g.CloneList.Namespace
+		}
+		var why []string
+		entries := rule.Context
+		if len(g.ForEachGeneration) > 0 {
+			why = append(why, "foreach generation (truce does not yet say when its elements change)")
+			for _, f := range g.ForEachGeneration {
+				entries = append(entries, f.Context...)
+			}
+		}
+		for _, e := range entries {
+			switch {
+			case e.APICall != nil && e.APICall.Service != nil:
+				why = append(why, fmt.Sprintf("context entry %q calls the service %s", e.Name, e.APICall.Service.URL))
+			case e.APICall != nil && e.APICall.URLPath != "":
+				why = append(why, fmt.Sprintf("context entry %q reads %s from the API server, which the generate controller is not given offline", e.Name, e.APICall.URLPath))
+			case e.ImageRegistry != nil:
+				why = append(why, fmt.Sprintf("context entry %q reads image data from a registry", e.Name))
+			case e.GlobalReference != nil:
+				why = append(why, fmt.Sprintf("context entry %q reads the global context entry %s", e.Name, e.GlobalReference.Name))
+			case e.ConfigMap != nil:
+				why = append(why, fmt.Sprintf("context entry %q reads the ConfigMap %s/%s, which the generate controller is not given offline", e.Name, e.ConfigMap.Namespace, e.ConfigMap.Name))
+			}
+		}
+		r.Unpredictable = strings.Join(why, "; ")
+		out = append(out, r)
+	}
+	return out
+}
+
+// matchKinds are the kinds of a rule's match block, any and all included,
+// once each.
+func matchKinds(rule kyvernov1.Rule) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(kinds []string) {
+		for _, k := range kinds {
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+			}
+		}
+	}
+	add(rule.MatchResources.GetKinds())
+	return out
+}
