@@ -1,0 +1,440 @@
+package kyverno
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/truce-dev/truce/cluster"
+	"github.com/truce-dev/truce/simulate"
+)
+
+// BackgroundManager is the field manager of Kyverno's background
+// controller, which makes the generate rules' writes.
+const BackgroundManager = "kyverno-background-controller"
+
+// generateDelay is how long Kyverno's background controller takes to act
+// on an UpdateRequest: it reacts to watch events at once.
+const generateDelay = time.Second
+
+// generateRule mirrors the helper's protocol.GenerateRule.
+type generateRule struct {
+	Policy         string   `json:"policy"`
+	Rule           string   `json:"rule"`
+	Kinds          []string `json:"kinds"`
+	Synchronize    bool     `json:"synchronize,omitempty"`
+	APIVersion     string   `json:"apiVersion,omitempty"`
+	Kind           string   `json:"kind,omitempty"`
+	Namespace      string   `json:"namespace,omitempty"`
+	Name           string   `json:"name,omitempty"`
+	Clone          string   `json:"clone,omitempty"`
+	CloneList      []string `json:"cloneList,omitempty"`
+	CloneNamespace string   `json:"cloneNamespace,omitempty"`
+	Unpredictable  string   `json:"unpredictable,omitempty"`
+}
+
+// generateRequest and generateResponse mirror the helper's protocol.
+type generateRequest struct {
+	Policies        []json.RawMessage         `json:"policies"`
+	Resources       []*metav1.APIResourceList `json:"resources"`
+	Trigger         json.RawMessage           `json:"trigger,omitempty"`
+	Operation       string                    `json:"operation,omitempty"`
+	NamespaceLabels map[string]string         `json:"namespaceLabels,omitempty"`
+	Objects         []json.RawMessage         `json:"objects,omitempty"`
+	Policy          string                    `json:"policy,omitempty"`
+	Rule            string                    `json:"rule,omitempty"`
+}
+
+type generateWrite struct {
+	Op     string          `json:"op"`
+	Object json.RawMessage `json:"object"`
+}
+
+type generateResponse struct {
+	Rules  []generateRule  `json:"rules,omitempty"`
+	Writes []generateWrite `json:"writes,omitempty"`
+	Errors []string        `json:"errors,omitempty"`
+}
+
+var _ simulate.BackgroundEngine = (*Engine)(nil)
+
+// Background implements simulate.BackgroundEngine: the generate rules of
+// the ClusterPolicies and Policies among objs, as Kyverno's background
+// controller runs them.
+func (e *Engine) Background(ctx context.Context, objs []*unstructured.Unstructured) (simulate.Background, error) {
+	var policies []json.RawMessage
+	for _, o := range objs {
+		gvk := o.GroupVersionKind()
+		if gvk.Group != GroupLegacy || (gvk.Kind != "ClusterPolicy" && gvk.Kind != "Policy") {
+			continue
+		}
+		if !hasGenerate(o) {
+			continue
+		}
+		raw, err := json.Marshal(o.Object)
+		if err != nil {
+			return nil, err
+		}
+		policies = append(policies, raw)
+	}
+	if len(policies) == 0 {
+		return &background{}, nil
+	}
+	if err := e.init(); err != nil {
+		return nil, err
+	}
+	reg, err := registry(append(objs, e.crds...))
+	if err != nil {
+		return nil, err
+	}
+	b := &background{h: e.h, policies: policies, resources: discovery(reg)}
+	resp, err := b.call(ctx, &generateRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("reading the Kyverno policies' generate rules: %w", err)
+	}
+	b.rules = resp.Rules
+	return b, nil
+}
+
+// hasGenerate reports whether a policy has a generate rule, so that a
+// cluster whose policies only mutate and validate never asks the helper.
+func hasGenerate(o *unstructured.Unstructured) bool {
+	rules, _, _ := unstructured.NestedSlice(o.Object, "spec", "rules")
+	for _, r := range rules {
+		if m, ok := r.(map[string]any); ok && m["generate"] != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// background is a set of generate rules and what the helper needs to run
+// them.
+type background struct {
+	h         *helper
+	policies  []json.RawMessage
+	resources []*metav1.APIResourceList
+	rules     []generateRule
+}
+
+func (b *background) call(ctx context.Context, req *generateRequest) (*generateResponse, error) {
+	req.Policies, req.Resources = b.policies, b.resources
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	r, err := b.h.call(ctx, &request{Op: "generate", Generate: body})
+	if err != nil {
+		return nil, err
+	}
+	var out generateResponse
+	if len(r.Generate) > 0 {
+		if err := json.Unmarshal(r.Generate, &out); err != nil {
+			return nil, fmt.Errorf("decoding the Kyverno helper's generate answer: %w", err)
+		}
+	}
+	return &out, nil
+}
+
+// Writers implements simulate.Background: a writer per predictable rule.
+func (b *background) Writers() []simulate.Writer {
+	var out []simulate.Writer
+	for _, r := range b.rules {
+		if r.Unpredictable == "" {
+			out = append(out, &generateWriter{b: b, rule: r, seen: map[types.UID]trigger{}, generated: map[cluster.Ref]bool{}})
+		}
+	}
+	return out
+}
+
+// Unpredictable implements simulate.Background.
+func (b *background) Unpredictable() []string {
+	var out []string
+	for _, r := range b.rules {
+		if r.Unpredictable != "" {
+			out = append(out, fmt.Sprintf("Kyverno generate rule %s of policy %s: %s", r.Rule, r.Policy, r.Unpredictable))
+		}
+	}
+	return out
+}
+
+// trigger is what the writer last did for a trigger object.
+type trigger struct {
+	resourceVersion string
+	operation       string
+}
+
+// generateWriter is one generate rule as Kyverno's background controller
+// runs it. truce decides when the controller acts: when a trigger is
+// admitted (created, or changed by a write, which Kyverno's webhook turns
+// into an UpdateRequest), and, with synchronize, whenever the clone source
+// or a generated object changes (Kyverno watches both and reprocesses the
+// trigger). What it writes is Kyverno's answer.
+type generateWriter struct {
+	b    *background
+	rule generateRule
+	// seen are the triggers processed, by UID.
+	seen      map[types.UID]trigger
+	generated map[cluster.Ref]bool
+}
+
+var _ simulate.Writer = (*generateWriter)(nil)
+
+// Name implements simulate.Writer.
+func (w *generateWriter) Name() string { return BackgroundManager }
+
+// Describe implements simulate.Writer.
+func (w *generateWriter) Describe() string {
+	sync := "without synchronize"
+	if w.rule.Synchronize {
+		sync = "with synchronize"
+	}
+	what := fmt.Sprintf("generates %s %s", w.rule.Kind, w.rule.Name)
+	switch {
+	case w.rule.Clone != "":
+		what = fmt.Sprintf("clones %s %s", w.rule.Kind, w.rule.Clone)
+	case len(w.rule.CloneList) > 0:
+		what = fmt.Sprintf("clones %s from %s", strings.Join(w.rule.CloneList, ", "), w.rule.CloneNamespace)
+	}
+	return fmt.Sprintf("Kyverno generate rule %s of policy %s %s for each %s (%s)", w.rule.Rule, w.rule.Policy, what, strings.Join(w.rule.Kinds, ", "), sync)
+}
+
+// Delay implements simulate.Writer.
+func (w *generateWriter) Delay() time.Duration { return generateDelay }
+
+// Creates implements the simulation's creator: the generated kind.
+func (w *generateWriter) Creates() []k8sschema.GroupVersionKind {
+	if w.rule.Kind == "" {
+		return nil
+	}
+	gv, _ := k8sschema.ParseGroupVersion(w.rule.APIVersion)
+	return []k8sschema.GroupVersionKind{gv.WithKind(w.rule.Kind)}
+}
+
+// Watches implements simulate.Writer: the triggers' kinds, the clone
+// source and what the rule generated.
+func (w *generateWriter) Watches(ref cluster.Ref) bool {
+	for _, k := range w.rule.Kinds {
+		if s := parseKind(k); s.kind == ref.Kind && (s.group == "" || s.group == ref.Group) && s.sub == "" {
+			return true
+		}
+	}
+	if w.generated[ref] {
+		return true
+	}
+	if w.rule.Clone != "" && ref.Kind == w.rule.Kind && ref.Namespace+"/"+ref.Name == w.rule.Clone {
+		return true
+	}
+	for _, k := range w.rule.CloneList {
+		if parseKind(k).kind == ref.Kind && ref.Namespace == w.rule.CloneNamespace {
+			return true
+		}
+	}
+	return false
+}
+
+// kindSpec is a kind as Kyverno's policies write it.
+type kindSpec struct{ group, version, kind, sub string }
+
+// parseKind reads "Kind", "version/Kind", "group/version/Kind" and
+// "Kind/subresource".
+func parseKind(s string) kindSpec {
+	parts := strings.Split(s, "/")
+	switch len(parts) {
+	case 1:
+		return kindSpec{kind: parts[0]}
+	case 2:
+		if r := []rune(parts[0]); len(r) > 0 && unicode.IsUpper(r[0]) {
+			return kindSpec{kind: parts[0], sub: parts[1]}
+		}
+		return kindSpec{version: parts[0], kind: parts[1]}
+	default:
+		return kindSpec{group: parts[0], version: parts[1], kind: parts[2]}
+	}
+}
+
+// gvks resolves a kind of a policy through the cluster's REST mapper; a
+// kind without a group is looked for in every group, as Kyverno matches
+// it.
+func gvks(mapper meta.RESTMapper, s kindSpec) []k8sschema.GroupVersionKind {
+	if s.kind == "" || s.kind == "*" || s.sub != "" {
+		return nil
+	}
+	if s.group != "" || s.version != "" {
+		m, err := mapper.RESTMapping(k8sschema.GroupKind{Group: s.group, Kind: s.kind}, s.version)
+		if err != nil {
+			return nil
+		}
+		return []k8sschema.GroupVersionKind{m.GroupVersionKind}
+	}
+	plural, _ := meta.UnsafeGuessKindToResource(k8sschema.GroupVersionKind{Kind: s.kind})
+	kinds, err := mapper.KindsFor(k8sschema.GroupVersionResource{Resource: plural.Resource})
+	if err != nil {
+		return nil
+	}
+	seen := map[k8sschema.GroupKind]bool{}
+	var out []k8sschema.GroupVersionKind
+	for _, k := range kinds {
+		if k.Kind == s.kind && !seen[k.GroupKind()] {
+			seen[k.GroupKind()] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// Act implements simulate.Writer.
+func (w *generateWriter) Act(ctx context.Context, c cluster.Cluster) error {
+	var triggers []*unstructured.Unstructured
+	for _, k := range w.rule.Kinds {
+		for _, gvk := range gvks(c.RESTMapper(), parseKind(k)) {
+			objs, err := c.List(ctx, gvk, "")
+			if err != nil {
+				return fmt.Errorf("listing %s, the triggers of %s: %w", gvk.Kind, w.Describe(), err)
+			}
+			triggers = append(triggers, objs...)
+		}
+	}
+	sort.Slice(triggers, func(i, j int) bool { return cluster.RefOf(triggers[i]).String() < cluster.RefOf(triggers[j]).String() })
+	var objects []json.RawMessage
+	loaded := false
+	for _, t := range triggers {
+		prev, processed := w.seen[t.GetUID()]
+		op := "CREATE"
+		switch {
+		case processed && prev.resourceVersion != t.GetResourceVersion():
+			// The trigger was written: Kyverno's webhook sees an UPDATE.
+			op = "UPDATE"
+		case processed && w.rule.Synchronize:
+			// A change of the source or of a generated object: the
+			// controller reprocesses the trigger's UpdateRequest.
+			op = prev.operation
+		case processed:
+			continue
+		}
+		if !loaded {
+			var err error
+			if objects, err = w.objects(ctx, c); err != nil {
+				return err
+			}
+			loaded = true
+		}
+		raw, err := json.Marshal(t.Object)
+		if err != nil {
+			return err
+		}
+		req := &generateRequest{Trigger: raw, Operation: op, Objects: objects, Policy: w.rule.Policy, Rule: w.rule.Rule}
+		if ns := t.GetNamespace(); ns != "" {
+			if live, err := c.Get(ctx, cluster.Ref{GroupVersionKind: k8sschema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, Name: ns}); err == nil {
+				req.NamespaceLabels = live.GetLabels()
+			}
+		}
+		resp, err := w.b.call(ctx, req)
+		if err != nil {
+			return fmt.Errorf("%s for %s: %w", w.Describe(), cluster.RefOf(t), err)
+		}
+		w.seen[t.GetUID()] = trigger{resourceVersion: t.GetResourceVersion(), operation: op}
+		for _, wr := range resp.Writes {
+			if err := w.write(ctx, c, wr); err != nil {
+				return err
+			}
+		}
+		if len(resp.Writes) > 0 {
+			// What Kyverno wrote is what it reads next time.
+			loaded = false
+		}
+	}
+	return nil
+}
+
+// objects are the live objects the generate controller reads: the clone
+// source (or the cloneList's namespace) and every object of the generated
+// kind (its target's namespace and name may come from variables).
+func (w *generateWriter) objects(ctx context.Context, c cluster.Cluster) ([]json.RawMessage, error) {
+	var objs []*unstructured.Unstructured
+	list := func(s kindSpec, ns string) error {
+		for _, gvk := range gvks(c.RESTMapper(), s) {
+			l, err := c.List(ctx, gvk, ns)
+			if err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("listing %s for %s: %w", gvk.Kind, w.Describe(), err)
+			}
+			objs = append(objs, l...)
+		}
+		return nil
+	}
+	if w.rule.Kind != "" {
+		gv, _ := k8sschema.ParseGroupVersion(w.rule.APIVersion)
+		if err := list(kindSpec{group: gv.Group, version: gv.Version, kind: w.rule.Kind}, ""); err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range w.rule.CloneList {
+		if err := list(parseKind(k), w.rule.CloneNamespace); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]json.RawMessage, 0, len(objs))
+	for _, o := range objs {
+		raw, err := json.Marshal(o.Object)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, raw)
+	}
+	return out, nil
+}
+
+// write makes one of Kyverno's writes, as its background controller does:
+// a create, or an update of the live object.
+func (w *generateWriter) write(ctx context.Context, c cluster.Cluster, wr generateWrite) error {
+	obj := &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON(wr.Object); err != nil {
+		return fmt.Errorf("decoding a write of %s: %w", w.Describe(), err)
+	}
+	ref := cluster.RefOf(obj)
+	opts := cluster.WriteOptions{FieldManager: BackgroundManager}
+	var err error
+	switch wr.Op {
+	case "create":
+		obj.SetResourceVersion("")
+		obj.SetUID("")
+		obj.SetManagedFields(nil)
+		obj.SetCreationTimestamp(metav1.Time{})
+		w.generated[ref] = true
+		_, err = c.Create(ctx, obj, opts)
+	case "update":
+		live, gerr := c.Get(ctx, ref)
+		if gerr != nil {
+			err = gerr
+			break
+		}
+		obj.SetResourceVersion(live.GetResourceVersion())
+		obj.SetManagedFields(nil)
+		if obj.GetLabels()["generate.kyverno.io/policy-name"] != "" {
+			w.generated[ref] = true
+		}
+		_, err = c.Update(ctx, obj, opts)
+	default:
+		return fmt.Errorf("%s: the helper answered a write %q", w.Describe(), wr.Op)
+	}
+	var status apierrors.APIStatus
+	if err != nil && !errors.As(err, &status) {
+		return fmt.Errorf("%s: %s %s: %w", w.Describe(), wr.Op, ref, err)
+	}
+	// The API server refusing a write (a conflict, a webhook) is what
+	// Kyverno would meet too: the UpdateRequest fails and is retried on
+	// the next event.
+	return nil
+}
