@@ -167,14 +167,17 @@ func (r *Repository) engineConfiguration(engines []admission.PolicyEngine) {
 }
 
 // backgroundWriters asks the engines that run background controllers
-// (Kyverno's generate rules) for them, configured by the base objects:
-// the cluster's policies, the repository's policy manifests moved there.
-// Rules whose writes cannot be predicted offline become findings that
-// name them.
+// (Kyverno's generate rules) for them, configured by the base objects
+// (the cluster's policies, the repository's policy manifests moved there)
+// and told the kinds the repository holds. Rules whose writes cannot be
+// predicted offline become findings that name them.
 func (r *Repository) backgroundWriters(ctx context.Context, engines []admission.PolicyEngine) error {
 	var objs []*unstructured.Unstructured
 	for _, o := range r.Base {
 		objs = append(objs, o.Object)
+	}
+	for _, d := range r.Desired {
+		objs = append(objs, d.Object)
 	}
 	for _, e := range engines {
 		be, ok := e.(simulate.BackgroundEngine)

@@ -42,7 +42,22 @@ type generateRule struct {
 	Clone          string   `json:"clone,omitempty"`
 	CloneList      []string `json:"cloneList,omitempty"`
 	CloneNamespace string   `json:"cloneNamespace,omitempty"`
+	CEL            bool     `json:"cel,omitempty"`
 	Unpredictable  string   `json:"unpredictable,omitempty"`
+}
+
+// generatingPolicyKinds are the CEL kinds Kyverno's background controller
+// runs: they generate, they never answer admission.
+var generatingPolicyKinds = map[k8sschema.GroupKind]bool{
+	{Group: GroupCEL, Kind: "GeneratingPolicy"}:           true,
+	{Group: GroupCEL, Kind: "NamespacedGeneratingPolicy"}: true,
+}
+
+// Uses reports whether objects of gk make truce run Kyverno: the policies
+// it evaluates in admission (IsPolicy) and those its background
+// controller runs.
+func Uses(gk k8sschema.GroupKind) bool {
+	return IsPolicy(gk) || generatingPolicyKinds[gk]
 }
 
 // generateRequest and generateResponse mirror the helper's protocol.
@@ -75,12 +90,14 @@ var _ simulate.BackgroundEngine = (*Engine)(nil)
 // controller runs them.
 func (e *Engine) Background(ctx context.Context, objs []*unstructured.Unstructured) (simulate.Background, error) {
 	var policies []json.RawMessage
+	kinds := map[k8sschema.GroupVersionKind]bool{}
 	for _, o := range objs {
 		gvk := o.GroupVersionKind()
-		if gvk.Group != GroupLegacy || (gvk.Kind != "ClusterPolicy" && gvk.Kind != "Policy") {
-			continue
+		if !IsKyvernoKind(gvk.GroupKind()) && gvk.Kind != "CustomResourceDefinition" {
+			kinds[gvk] = true
 		}
-		if !hasGenerate(o) {
+		legacy := gvk.Group == GroupLegacy && (gvk.Kind == "ClusterPolicy" || gvk.Kind == "Policy") && hasGenerate(o)
+		if !legacy && !generatingPolicyKinds[gvk.GroupKind()] {
 			continue
 		}
 		raw, err := json.Marshal(o.Object)
@@ -100,6 +117,10 @@ func (e *Engine) Background(ctx context.Context, objs []*unstructured.Unstructur
 		return nil, err
 	}
 	b := &background{h: e.h, policies: policies, resources: discovery(reg)}
+	for k := range kinds {
+		b.kinds = append(b.kinds, k)
+	}
+	sort.Slice(b.kinds, func(i, j int) bool { return b.kinds[i].String() < b.kinds[j].String() })
 	resp, err := b.call(ctx, &generateRequest{})
 	if err != nil {
 		return nil, fmt.Errorf("reading the Kyverno policies' generate rules: %w", err)
@@ -127,6 +148,9 @@ type background struct {
 	policies  []json.RawMessage
 	resources []*metav1.APIResourceList
 	rules     []generateRule
+	// kinds are those of the objects the cluster and repository hold: a
+	// GeneratingPolicy's CEL may read any of them.
+	kinds []k8sschema.GroupVersionKind
 }
 
 func (b *background) call(ctx context.Context, req *generateRequest) (*generateResponse, error) {
@@ -164,10 +188,18 @@ func (b *background) Unpredictable() []string {
 	var out []string
 	for _, r := range b.rules {
 		if r.Unpredictable != "" {
-			out = append(out, fmt.Sprintf("Kyverno generate rule %s of policy %s: %s", r.Rule, r.Policy, r.Unpredictable))
+			out = append(out, fmt.Sprintf("%s: %s", ruleName(r), r.Unpredictable))
 		}
 	}
 	return out
+}
+
+// ruleName names a generate rule or GeneratingPolicy in reports.
+func ruleName(r generateRule) string {
+	if r.CEL {
+		return "Kyverno GeneratingPolicy " + r.Policy
+	}
+	return fmt.Sprintf("Kyverno generate rule %s of policy %s", r.Rule, r.Policy)
 }
 
 // trigger is what the writer last did for a trigger object.
@@ -203,19 +235,38 @@ func (w *generateWriter) Describe() string {
 	}
 	what := fmt.Sprintf("generates %s %s", w.rule.Kind, w.rule.Name)
 	switch {
+	case w.rule.CEL:
+		what = "generates what its CEL generator applies"
 	case w.rule.Clone != "":
 		what = fmt.Sprintf("clones %s %s", w.rule.Kind, w.rule.Clone)
 	case len(w.rule.CloneList) > 0:
 		what = fmt.Sprintf("clones %s from %s", strings.Join(w.rule.CloneList, ", "), w.rule.CloneNamespace)
 	}
-	return fmt.Sprintf("Kyverno generate rule %s of policy %s %s for each %s (%s)", w.rule.Rule, w.rule.Policy, what, strings.Join(w.rule.Kinds, ", "), sync)
+	kinds := make([]string, len(w.rule.Kinds))
+	for i, k := range w.rule.Kinds {
+		kinds[i] = strings.TrimPrefix(k, "/")
+	}
+	return fmt.Sprintf("%s %s for each %s (%s)", ruleName(w.rule), what, strings.Join(kinds, ", "), sync)
 }
 
 // Delay implements simulate.Writer.
 func (w *generateWriter) Delay() time.Duration { return generateDelay }
 
-// Creates implements the simulation's creator: the generated kind.
+// Creates implements the simulation's creator: the generated kind (for a
+// GeneratingPolicy, what it generated so far).
 func (w *generateWriter) Creates() []k8sschema.GroupVersionKind {
+	if w.rule.CEL {
+		seen := map[k8sschema.GroupVersionKind]bool{}
+		var out []k8sschema.GroupVersionKind
+		for r := range w.generated {
+			if !seen[r.GroupVersionKind] {
+				seen[r.GroupVersionKind] = true
+				out = append(out, r.GroupVersionKind)
+			}
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+		return out
+	}
 	if w.rule.Kind == "" {
 		return nil
 	}
@@ -378,6 +429,20 @@ func (w *generateWriter) objects(ctx context.Context, c cluster.Cluster) ([]json
 		gv, _ := k8sschema.ParseGroupVersion(w.rule.APIVersion)
 		if err := list(kindSpec{group: gv.Group, version: gv.Version, kind: w.rule.Kind}, ""); err != nil {
 			return nil, err
+		}
+	}
+	if w.rule.CEL {
+		kinds := append([]k8sschema.GroupVersionKind(nil), w.b.kinds...)
+		kinds = append(kinds, w.Creates()...)
+		seen := map[k8sschema.GroupVersionKind]bool{}
+		for _, k := range kinds {
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			if err := list(kindSpec{group: k.Group, version: k.Version, kind: k.Kind}, ""); err != nil {
+				return nil, err
+			}
 		}
 	}
 	for _, k := range w.rule.CloneList {

@@ -84,6 +84,31 @@ spec:
           policyTypes: [Ingress]
 `
 
+const generatingPolicy = `
+apiVersion: policies.kyverno.io/v1
+kind: GeneratingPolicy
+metadata: {name: copy-creds-cel}
+spec:
+  evaluation:
+    synchronize: {enabled: true}
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: [v1]
+      operations: [CREATE, UPDATE]
+      resources: [namespaces]
+  matchConditions:
+  - name: team-a
+    expression: object.metadata.name == 'team-a'
+  variables:
+  - name: nsName
+    expression: object.metadata.name
+  - name: source
+    expression: resource.get("v1", "secrets", "shop", "registry-creds")
+  generate:
+  - expression: generator.apply(variables.nsName, [variables.source])
+`
+
 const apiCallRule = `
 apiVersion: kyverno.io/v1
 kind: ClusterPolicy
@@ -121,7 +146,7 @@ func generateEnv(t *testing.T, policies ...string) (context.Context, *memory.Clu
 	t.Cleanup(c.Close)
 	eng := kyverno.New(kyverno.Options{HelperPath: helperPath})
 	t.Cleanup(eng.Close)
-	bg, err := eng.Background(ctx, objs(t, policies...))
+	bg, err := eng.Background(ctx, append(objs(t, policies...), objs(t, generateCluster)...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,6 +206,14 @@ func TestGenerateWriters(t *testing.T) {
 		want:     ref("NetworkPolicy", "networking.k8s.io", "v1", "team-a", "default-deny"),
 		labels:   map[string]string{"app.kubernetes.io/managed-by": "kyverno", "generate.kyverno.io/policy-name": "default-deny"},
 		describe: "Kyverno generate rule netpol of policy default-deny generates NetworkPolicy default-deny for each Namespace (with synchronize)",
+	}, {
+		name:     "GeneratingPolicy",
+		policy:   generatingPolicy,
+		watches:  []cluster.Ref{ref("Namespace", "", "v1", "", "team-a")},
+		ignores:  []cluster.Ref{ref("ConfigMap", "", "v1", "shop", "registry-creds")},
+		want:     copyRef,
+		labels:   map[string]string{"app.kubernetes.io/instance": "shop", "app.kubernetes.io/managed-by": "kyverno"},
+		describe: "Kyverno GeneratingPolicy copy-creds-cel generates what its CEL generator applies for each v1/Namespace (with synchronize)",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -209,10 +242,14 @@ func TestGenerateWriters(t *testing.T) {
 					t.Errorf("watches %s", r)
 				}
 			}
-			if cr, ok := w.(interface {
+			cr, ok := w.(interface {
 				Creates() []k8sschema.GroupVersionKind
-			}); !ok || len(cr.Creates()) != 1 || cr.Creates()[0].String() != tt.creates {
-				t.Errorf("creates %v, want %s", cr, tt.creates)
+			})
+			if !ok {
+				t.Fatal("the writer creates nothing")
+			}
+			if tt.creates != "" && (len(cr.Creates()) != 1 || cr.Creates()[0].String() != tt.creates) {
+				t.Errorf("creates %v, want %s", cr.Creates(), tt.creates)
 			}
 			if err := w.Act(ctx, c); err != nil {
 				t.Fatal(err)
@@ -228,6 +265,9 @@ func TestGenerateWriters(t *testing.T) {
 			}
 			if !w.Watches(tt.want) {
 				t.Errorf("does not watch what it generated")
+			}
+			if c := cr.Creates(); len(c) != 1 || c[0] != tt.want.GroupVersionKind {
+				t.Errorf("creates %v after generating %s", c, tt.want)
 			}
 			for _, m := range got.GetManagedFields() {
 				if m.Manager != kyverno.BackgroundManager {

@@ -83,8 +83,9 @@ type ReviewRequest struct {
 // a change of a synchronized source or downstream object) and the helper
 // only what it then writes.
 type GenerateRequest struct {
-	// Policies are ClusterPolicies and Policies; those without generate
-	// rules are ignored.
+	// Policies are ClusterPolicies, Policies and GeneratingPolicies
+	// (cluster-wide and namespaced); ClusterPolicies and Policies without
+	// generate rules are ignored.
 	Policies []json.RawMessage `json:"policies"`
 	// Resources is the cluster's discovery: the generate controller maps
 	// kinds to resources through it.
@@ -128,6 +129,10 @@ type GenerateRule struct {
 	Clone          string   `json:"clone,omitempty"`
 	CloneList      []string `json:"cloneList,omitempty"`
 	CloneNamespace string   `json:"cloneNamespace,omitempty"`
+	// CEL: the rule is a GeneratingPolicy (Rule is empty), whose CEL
+	// generator may read any object: truce sends it every live object of
+	// the kinds the cluster and repository hold.
+	CEL bool `json:"cel,omitempty"`
 	// Unpredictable names what the rule reads that truce cannot give
 	// Kyverno offline (apiCall, imageRegistry, globalReference context
 	// entries, foreach generation); empty when it reads only the trigger

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	policiesv1beta1 "github.com/kyverno/api/api/policies.kyverno.io/v1beta1"
 	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
 	kyvernov2 "github.com/kyverno/kyverno/api/kyverno/v2"
 	"github.com/kyverno/kyverno/pkg/autogen"
@@ -24,6 +25,7 @@ import (
 	imageverifycache "github.com/kyverno/kyverno/pkg/image/verification/cache"
 	"github.com/truce-dev/truce/engine/kyverno/helper/protocol"
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -42,13 +44,16 @@ import (
 // that it changed (a synchronized downstream object, the clone-source
 // label Kyverno puts on a source).
 func runGenerate(ctx context.Context, req *protocol.GenerateRequest) (*protocol.GenerateResponse, error) {
-	policies, err := decodePolicies(req.Policies)
+	policies, gpols, err := decodePolicies(req.Policies)
 	if err != nil {
 		return nil, err
 	}
 	resp := &protocol.GenerateResponse{}
 	for _, p := range policies {
 		resp.Rules = append(resp.Rules, generateRules(p)...)
+	}
+	for _, p := range gpols {
+		resp.Rules = append(resp.Rules, gpolRule(p, req.Resources))
 	}
 	if len(req.Trigger) == 0 {
 		return resp, nil
@@ -95,7 +100,19 @@ func runGenerate(ctx context.Context, req *protocol.GenerateRequest) (*protocol.
 		}
 	}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, objects...)
-	kubeClient := kubefake.NewClientset()
+	// Namespaces also go to the typed client, which Kyverno's CEL namespace
+	// resolver reads for namespaceSelectors.
+	var namespaces []runtime.Object
+	for _, o := range objects {
+		u := o.(*unstructured.Unstructured)
+		if u.GroupVersionKind() == corev1.SchemeGroupVersion.WithKind("Namespace") {
+			ns := &corev1.Namespace{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, ns); err == nil {
+				namespaces = append(namespaces, ns)
+			}
+		}
+	}
+	kubeClient := kubefake.NewClientset(namespaces...)
 	kubeClient.Discovery().(*fakediscovery.FakeDiscovery).Resources = req.Resources
 	client, err := dclient.NewClient(ctx, dyn, kubeClient, time.Hour, false, nil)
 	if err != nil {
@@ -155,6 +172,14 @@ func runGenerate(ctx context.Context, req *protocol.GenerateRequest) (*protocol.
 		}
 		for _, specs := range byRule {
 			created = append(created, specs...)
+		}
+	}
+
+	if len(gpols) > 0 && req.Rule == "" {
+		generated, errs := runGeneratingPolicies(ctx, req, gpols, client, kubeClient, trigger)
+		resp.Errors = append(resp.Errors, errs...)
+		for _, g := range generated {
+			created = append(created, kyvernov1.ResourceSpec{APIVersion: g.GetAPIVersion(), Kind: g.GetKind(), Namespace: g.GetNamespace(), Name: g.GetName()})
 		}
 	}
 
@@ -222,22 +247,27 @@ func appendWrite(resp *protocol.GenerateResponse, op string, obj *unstructured.U
 	return nil
 }
 
-// decodePolicies decodes the ClusterPolicies and Policies of raws; other
-// kinds are an error (truce sends only these).
-func decodePolicies(raws []json.RawMessage) ([]kyvernov1.PolicyInterface, error) {
+// decodePolicies decodes the ClusterPolicies, Policies and
+// GeneratingPolicies of raws; other kinds are an error (truce sends only
+// these).
+func decodePolicies(raws []json.RawMessage) ([]kyvernov1.PolicyInterface, []policiesv1beta1.GeneratingPolicyLike, error) {
 	d, err := decodeObjects(raws)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []kyvernov1.PolicyInterface
+	var gpols []policiesv1beta1.GeneratingPolicyLike
 	for _, o := range d.kyverno {
-		p, ok := o.(kyvernov1.PolicyInterface)
-		if !ok {
-			return nil, fmt.Errorf("%T is not a ClusterPolicy or Policy", o)
+		switch p := o.(type) {
+		case kyvernov1.PolicyInterface:
+			out = append(out, p)
+		case policiesv1beta1.GeneratingPolicyLike:
+			gpols = append(gpols, p)
+		default:
+			return nil, nil, fmt.Errorf("%T is not a ClusterPolicy, Policy or GeneratingPolicy", o)
 		}
-		out = append(out, p)
 	}
-	return out, nil
+	return out, gpols, nil
 }
 
 func policyKey(p kyvernov1.PolicyInterface) string {
