@@ -21,6 +21,12 @@ import (
 	"github.com/truce-dev/truce/simulate"
 )
 
+// The helper's background operations.
+const (
+	opGenerate       = "generate"
+	opMutateExisting = "mutateExisting"
+)
+
 // BackgroundManager is the field manager of Kyverno's background
 // controller, which makes the generate rules' writes.
 const BackgroundManager = "kyverno-background-controller"
@@ -42,6 +48,7 @@ type generateRule struct {
 	Clone          string   `json:"clone,omitempty"`
 	CloneList      []string `json:"cloneList,omitempty"`
 	CloneNamespace string   `json:"cloneNamespace,omitempty"`
+	Targets        []string `json:"targets,omitempty"`
 	CEL            bool     `json:"cel,omitempty"`
 	Unpredictable  string   `json:"unpredictable,omitempty"`
 }
@@ -68,6 +75,7 @@ type generateRequest struct {
 	Operation       string                    `json:"operation,omitempty"`
 	NamespaceLabels map[string]string         `json:"namespaceLabels,omitempty"`
 	Objects         []json.RawMessage         `json:"objects,omitempty"`
+	OpenAPI         map[string][]byte         `json:"openAPI,omitempty"`
 	Policy          string                    `json:"policy,omitempty"`
 	Rule            string                    `json:"rule,omitempty"`
 }
@@ -89,12 +97,20 @@ var _ simulate.BackgroundEngine = (*Engine)(nil)
 // the ClusterPolicies and Policies among objs, as Kyverno's background
 // controller runs them.
 func (e *Engine) Background(ctx context.Context, objs []*unstructured.Unstructured) (simulate.Background, error) {
-	var policies []json.RawMessage
+	var policies, mutating []json.RawMessage
 	kinds := map[k8sschema.GroupVersionKind]bool{}
 	for _, o := range objs {
 		gvk := o.GroupVersionKind()
 		if !IsKyvernoKind(gvk.GroupKind()) && gvk.Kind != "CustomResourceDefinition" {
 			kinds[gvk] = true
+		}
+		if mutatingPolicyKinds[gvk.GroupKind()] && mutatesExisting(o) {
+			raw, err := json.Marshal(o.Object)
+			if err != nil {
+				return nil, err
+			}
+			mutating = append(mutating, raw)
+			continue
 		}
 		legacy := gvk.Group == GroupLegacy && (gvk.Kind == "ClusterPolicy" || gvk.Kind == "Policy") && hasGenerate(o)
 		if !legacy && !generatingPolicyKinds[gvk.GroupKind()] {
@@ -106,7 +122,7 @@ func (e *Engine) Background(ctx context.Context, objs []*unstructured.Unstructur
 		}
 		policies = append(policies, raw)
 	}
-	if len(policies) == 0 {
+	if len(policies) == 0 && len(mutating) == 0 {
 		return &background{}, nil
 	}
 	if err := e.init(); err != nil {
@@ -116,16 +132,28 @@ func (e *Engine) Background(ctx context.Context, objs []*unstructured.Unstructur
 	if err != nil {
 		return nil, err
 	}
-	b := &background{h: e.h, policies: policies, resources: discovery(reg)}
+	b := &background{h: e.h, policies: policies, mutating: mutating, resources: discovery(reg)}
 	for k := range kinds {
 		b.kinds = append(b.kinds, k)
 	}
 	sort.Slice(b.kinds, func(i, j int) bool { return b.kinds[i].String() < b.kinds[j].String() })
-	resp, err := b.call(ctx, &generateRequest{})
-	if err != nil {
-		return nil, fmt.Errorf("reading the Kyverno policies' generate rules: %w", err)
+	if len(b.policies) > 0 {
+		resp, err := b.call(ctx, opGenerate, &generateRequest{})
+		if err != nil {
+			return nil, fmt.Errorf("reading the Kyverno policies' generate rules: %w", err)
+		}
+		b.rules = resp.Rules
 	}
-	b.rules = resp.Rules
+	if len(b.mutating) > 0 {
+		if b.openAPI, err = e.docs.gzipped(reg.OpenAPIClient()); err != nil {
+			return nil, fmt.Errorf("the cluster's OpenAPI documents for Kyverno's MutatingPolicies: %w", err)
+		}
+		resp, err := b.call(ctx, opMutateExisting, &generateRequest{})
+		if err != nil {
+			return nil, fmt.Errorf("reading the Kyverno MutatingPolicies that mutate existing objects: %w", err)
+		}
+		b.mutate = resp.Rules
+	}
 	return b, nil
 }
 
@@ -148,18 +176,31 @@ type background struct {
 	policies  []json.RawMessage
 	resources []*metav1.APIResourceList
 	rules     []generateRule
+	// mutating are the MutatingPolicies that mutate existing objects,
+	// mutate their descriptions, openAPI the cluster's documents they need.
+	mutating []json.RawMessage
+	mutate   []generateRule
+	openAPI  map[string][]byte
 	// kinds are those of the objects the cluster and repository hold: a
 	// GeneratingPolicy's CEL may read any of them.
 	kinds []k8sschema.GroupVersionKind
 }
 
-func (b *background) call(ctx context.Context, req *generateRequest) (*generateResponse, error) {
-	req.Policies, req.Resources = b.policies, b.resources
+// call asks the helper's background operation op ("generate" or
+// "mutateExisting") about req.
+func (b *background) call(ctx context.Context, op string, req *generateRequest) (*generateResponse, error) {
+	req.Resources = b.resources
+	switch op {
+	case opGenerate:
+		req.Policies = b.policies
+	case opMutateExisting:
+		req.Policies, req.OpenAPI = b.mutating, b.openAPI
+	}
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
 	}
-	r, err := b.h.call(ctx, &request{Op: "generate", Generate: body})
+	r, err := b.h.call(ctx, &request{Op: op, Generate: body})
 	if err != nil {
 		return nil, err
 	}
@@ -180,6 +221,11 @@ func (b *background) Writers() []simulate.Writer {
 			out = append(out, &generateWriter{b: b, rule: r, seen: map[types.UID]trigger{}, generated: map[cluster.Ref]bool{}})
 		}
 	}
+	for _, r := range b.mutate {
+		if r.Unpredictable == "" {
+			out = append(out, &mutateWriter{b: b, rule: r, seen: map[types.UID]string{}})
+		}
+	}
 	return out
 }
 
@@ -189,6 +235,11 @@ func (b *background) Unpredictable() []string {
 	for _, r := range b.rules {
 		if r.Unpredictable != "" {
 			out = append(out, fmt.Sprintf("%s: %s", ruleName(r), r.Unpredictable))
+		}
+	}
+	for _, r := range b.mutate {
+		if r.Unpredictable != "" {
+			out = append(out, fmt.Sprintf("Kyverno MutatingPolicy %s (mutate existing): %s", r.Policy, r.Unpredictable))
 		}
 	}
 	return out
@@ -392,14 +443,19 @@ func (w *generateWriter) Act(ctx context.Context, c cluster.Cluster) error {
 				req.NamespaceLabels = live.GetLabels()
 			}
 		}
-		resp, err := w.b.call(ctx, req)
+		resp, err := w.b.call(ctx, opGenerate, req)
 		if err != nil {
 			return fmt.Errorf("%s for %s: %w", w.Describe(), cluster.RefOf(t), err)
 		}
 		w.seen[t.GetUID()] = trigger{resourceVersion: t.GetResourceVersion(), operation: op}
+		logErrors(w.Describe(), resp.Errors)
 		for _, wr := range resp.Writes {
-			if err := w.write(ctx, c, wr); err != nil {
+			obj, err := applyWrite(ctx, c, wr, w.Describe())
+			if err != nil {
 				return err
+			}
+			if wr.Op == "create" || obj.GetLabels()["generate.kyverno.io/policy-name"] != "" {
+				w.generated[cluster.RefOf(obj)] = true
 			}
 		}
 		if len(resp.Writes) > 0 {
@@ -461,15 +517,17 @@ func (w *generateWriter) objects(ctx context.Context, c cluster.Cluster) ([]json
 	return out, nil
 }
 
-// write makes one of Kyverno's writes, as its background controller does:
-// a create, or an update of the live object.
-func (w *generateWriter) write(ctx context.Context, c cluster.Cluster, wr generateWrite) error {
+// applyWrite makes one of Kyverno's writes, as its background controller
+// does: a create, or an update of the live object. It returns the object
+// written (for an update refused by the API server, as Kyverno sent it).
+func applyWrite(ctx context.Context, c cluster.Cluster, wr generateWrite, who string) (*unstructured.Unstructured, error) {
 	obj := &unstructured.Unstructured{}
 	if err := obj.UnmarshalJSON(wr.Object); err != nil {
-		return fmt.Errorf("decoding a write of %s: %w", w.Describe(), err)
+		return nil, fmt.Errorf("decoding a write of %s: %w", who, err)
 	}
 	ref := cluster.RefOf(obj)
 	opts := cluster.WriteOptions{FieldManager: BackgroundManager}
+	var written *unstructured.Unstructured
 	var err error
 	switch wr.Op {
 	case "create":
@@ -477,8 +535,7 @@ func (w *generateWriter) write(ctx context.Context, c cluster.Cluster, wr genera
 		obj.SetUID("")
 		obj.SetManagedFields(nil)
 		obj.SetCreationTimestamp(metav1.Time{})
-		w.generated[ref] = true
-		_, err = c.Create(ctx, obj, opts)
+		written, err = c.Create(ctx, obj, opts)
 	case "update":
 		live, gerr := c.Get(ctx, ref)
 		if gerr != nil {
@@ -487,19 +544,19 @@ func (w *generateWriter) write(ctx context.Context, c cluster.Cluster, wr genera
 		}
 		obj.SetResourceVersion(live.GetResourceVersion())
 		obj.SetManagedFields(nil)
-		if obj.GetLabels()["generate.kyverno.io/policy-name"] != "" {
-			w.generated[ref] = true
-		}
-		_, err = c.Update(ctx, obj, opts)
+		written, err = c.Update(ctx, obj, opts)
 	default:
-		return fmt.Errorf("%s: the helper answered a write %q", w.Describe(), wr.Op)
+		return nil, fmt.Errorf("%s: the helper answered a write %q", who, wr.Op)
 	}
 	var status apierrors.APIStatus
 	if err != nil && !errors.As(err, &status) {
-		return fmt.Errorf("%s: %s %s: %w", w.Describe(), wr.Op, ref, err)
+		return nil, fmt.Errorf("%s: %s %s: %w", who, wr.Op, ref, err)
 	}
 	// The API server refusing a write (a conflict, a webhook) is what
 	// Kyverno would meet too: the UpdateRequest fails and is retried on
 	// the next event.
-	return nil
+	if written == nil {
+		written = obj
+	}
+	return written, nil
 }

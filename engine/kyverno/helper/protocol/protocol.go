@@ -36,6 +36,12 @@ const (
 	// triggers them, what they clone and generate); with one, the writes
 	// the controller makes for it, as it makes them for an UpdateRequest.
 	OpGenerate = "generate"
+	// OpMutateExisting runs Kyverno's background mutate-existing processor
+	// for MutatingPolicies with spec.evaluation.mutateExisting (version
+	// 3): without a trigger it answers the policies; with one, the updates
+	// of existing objects Kyverno makes for the UpdateRequest an admission
+	// of the trigger creates.
+	OpMutateExisting = "mutateExisting"
 )
 
 // Request is one line on the helper's standard input.
@@ -46,8 +52,8 @@ type Request struct {
 	Load   *LoadRequest   `json:"load,omitempty"`
 	Review *ReviewRequest `json:"review,omitempty"`
 	Set    string         `json:"set,omitempty"`
-	// Generate is OpGenerate's body.
-	Generate *GenerateRequest `json:"generate,omitempty"`
+	// Generate is the body of OpGenerate and OpMutateExisting.
+	Generate *BackgroundRequest `json:"generate,omitempty"`
 }
 
 // LoadRequest carries what configures Kyverno: the objects its informers
@@ -77,12 +83,13 @@ type ReviewRequest struct {
 	Review json.RawMessage `json:"review"`
 }
 
-// GenerateRequest asks what Kyverno's background controller writes. It is
+// BackgroundRequest asks what Kyverno's background controller writes
+// (generate, mutate existing). It is
 // stateless: it carries the policies and the cluster state the controller
 // reads, so truce decides when the controller acts (a trigger's admission,
 // a change of a synchronized source or downstream object) and the helper
 // only what it then writes.
-type GenerateRequest struct {
+type BackgroundRequest struct {
 	// Policies are ClusterPolicies, Policies and GeneratingPolicies
 	// (cluster-wide and namespaced); ClusterPolicies and Policies without
 	// generate rules are ignored.
@@ -102,15 +109,19 @@ type GenerateRequest struct {
 	// Objects are the live objects the controller may read: clone
 	// sources, existing downstream objects.
 	Objects []json.RawMessage `json:"objects,omitempty"`
+	// OpenAPI are the cluster's OpenAPI v3 documents, as in LoadRequest:
+	// MutatingPolicies' ApplyConfigurations need them.
+	OpenAPI map[string][]byte `json:"openAPI,omitempty"`
 	// Policy and Rule, when set, restrict the run to one rule (the
 	// UpdateRequest's rule context). Policy is "name" or "namespace/name".
 	Policy string `json:"policy,omitempty"`
 	Rule   string `json:"rule,omitempty"`
 }
 
-// GenerateRule is a generate rule as Kyverno's autogen computes the
-// policy's rules.
-type GenerateRule struct {
+// BackgroundRule is a generate rule as Kyverno's autogen computes the
+// policy's rules, a GeneratingPolicy, or a MutatingPolicy that mutates
+// existing objects.
+type BackgroundRule struct {
 	// Policy is "name" for a ClusterPolicy, "namespace/name" for a Policy.
 	Policy string `json:"policy"`
 	Rule   string `json:"rule"`
@@ -129,7 +140,11 @@ type GenerateRule struct {
 	Clone          string   `json:"clone,omitempty"`
 	CloneList      []string `json:"cloneList,omitempty"`
 	CloneNamespace string   `json:"cloneNamespace,omitempty"`
-	// CEL: the rule is a GeneratingPolicy (Rule is empty), whose CEL
+	// Targets are the kinds a mutate-existing policy mutates
+	// ("group/version/Kind"; its targetMatchConstraints, else its
+	// matchConstraints).
+	Targets []string `json:"targets,omitempty"`
+	// CEL: the rule is a CEL policy (Rule is empty), whose CEL
 	// generator may read any object: truce sends it every live object of
 	// the kinds the cluster and repository hold.
 	CEL bool `json:"cel,omitempty"`
@@ -147,10 +162,10 @@ type Write struct {
 	Object json.RawMessage `json:"object"`
 }
 
-// GenerateResponse is OpGenerate's answer.
-type GenerateResponse struct {
-	Rules  []GenerateRule `json:"rules,omitempty"`
-	Writes []Write        `json:"writes,omitempty"`
+// BackgroundResponse is OpGenerate's answer.
+type BackgroundResponse struct {
+	Rules  []BackgroundRule `json:"rules,omitempty"`
+	Writes []Write          `json:"writes,omitempty"`
 	// Errors are the rules that failed for the trigger, as Kyverno fails
 	// an UpdateRequest ("policy/rule: message").
 	Errors []string `json:"errors,omitempty"`
@@ -170,7 +185,7 @@ type Response struct {
 	// Review
 	Review json.RawMessage `json:"review,omitempty"`
 	// Generate
-	Generate *GenerateResponse `json:"generate,omitempty"`
+	Generate *BackgroundResponse `json:"generate,omitempty"`
 }
 
 // DecodeRequest decodes and checks one request line.
@@ -199,12 +214,12 @@ func DecodeRequest(line []byte) (*Request, error) {
 		if r.Set == "" {
 			return &r, errors.New("unload: no set")
 		}
-	case OpGenerate:
+	case OpGenerate, OpMutateExisting:
 		if r.Generate == nil {
-			return &r, errors.New("generate: no generate field")
+			return &r, fmt.Errorf("%s: no generate field", r.Op)
 		}
 		if len(r.Generate.Trigger) > 0 && r.Generate.Operation != "CREATE" && r.Generate.Operation != "UPDATE" {
-			return &r, fmt.Errorf("generate: operation %q, want CREATE or UPDATE", r.Generate.Operation)
+			return &r, fmt.Errorf("%s: operation %q, want CREATE or UPDATE", r.Op, r.Generate.Operation)
 		}
 	default:
 		return &r, fmt.Errorf("unknown operation %q", r.Op)

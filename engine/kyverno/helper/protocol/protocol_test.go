@@ -23,6 +23,8 @@ func TestDecodeRequest(t *testing.T) {
 		{name: "generate for a trigger", line: `{"v":3,"id":6,"op":"generate","generate":{"policies":[],"trigger":{"kind":"Namespace"},"operation":"CREATE"}}`},
 		{name: "generate without body", line: `{"v":3,"op":"generate"}`, wantErr: "no generate field"},
 		{name: "generate for a deletion", line: `{"v":3,"op":"generate","generate":{"trigger":{},"operation":"DELETE"}}`, wantErr: `operation "DELETE", want CREATE or UPDATE`},
+		{name: "mutate existing", line: `{"v":3,"id":7,"op":"mutateExisting","generate":{"policies":[],"trigger":{"kind":"ConfigMap"},"operation":"UPDATE"}}`},
+		{name: "mutate existing without body", line: `{"v":3,"op":"mutateExisting"}`, wantErr: "mutateExisting: no generate field"},
 		{name: "version 2", line: `{"v":2,"op":"hello"}`, wantErr: "protocol version 2, this helper speaks 3"},
 		{name: "not JSON", line: `hello`, wantErr: "decoding a request"},
 	}
@@ -66,7 +68,7 @@ func FuzzDecodeRequest(f *testing.F) {
 			if req.Review == nil || req.Review.Set == "" {
 				t.Fatal("review without a set accepted")
 			}
-		case OpGenerate:
+		case OpGenerate, OpMutateExisting:
 			if req.Generate == nil {
 				t.Fatal("generate without a generate field accepted")
 			}

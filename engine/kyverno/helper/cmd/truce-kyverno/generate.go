@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
-	"time"
 
 	"github.com/go-logr/logr"
 	policiesv1beta1 "github.com/kyverno/api/api/policies.kyverno.io/v1beta1"
@@ -15,7 +13,6 @@ import (
 	"github.com/kyverno/kyverno/pkg/autogen"
 	"github.com/kyverno/kyverno/pkg/background/common"
 	"github.com/kyverno/kyverno/pkg/background/generate"
-	"github.com/kyverno/kyverno/pkg/clients/dclient"
 	"github.com/kyverno/kyverno/pkg/engine"
 	"github.com/kyverno/kyverno/pkg/engine/adapters"
 	engineapi "github.com/kyverno/kyverno/pkg/engine/api"
@@ -25,14 +22,6 @@ import (
 	imageverifycache "github.com/kyverno/kyverno/pkg/image/verification/cache"
 	"github.com/truce-dev/truce/engine/kyverno/helper/protocol"
 	admissionv1 "k8s.io/api/admission/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	fakediscovery "k8s.io/client-go/discovery/fake"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 )
 
 // runGenerate answers OpGenerate: the policies' generate rules, and, for a
@@ -43,12 +32,12 @@ import (
 // read back from that fake cluster: objects it created, and objects sent
 // that it changed (a synchronized downstream object, the clone-source
 // label Kyverno puts on a source).
-func runGenerate(ctx context.Context, req *protocol.GenerateRequest) (*protocol.GenerateResponse, error) {
+func runGenerate(ctx context.Context, req *protocol.BackgroundRequest) (*protocol.BackgroundResponse, error) {
 	policies, gpols, err := decodePolicies(req.Policies)
 	if err != nil {
 		return nil, err
 	}
-	resp := &protocol.GenerateResponse{}
+	resp := &protocol.BackgroundResponse{}
 	for _, p := range policies {
 		resp.Rules = append(resp.Rules, generateRules(p)...)
 	}
@@ -58,66 +47,13 @@ func runGenerate(ctx context.Context, req *protocol.GenerateRequest) (*protocol.
 	if len(req.Trigger) == 0 {
 		return resp, nil
 	}
-	trigger := &unstructured.Unstructured{}
-	if err := trigger.UnmarshalJSON(req.Trigger); err != nil {
-		return nil, fmt.Errorf("the trigger: %w", err)
-	}
-	objects := make([]runtime.Object, 0, len(req.Objects)+1)
-	sent := map[schema.GroupVersionKind]map[[2]string]*unstructured.Unstructured{}
-	keep := func(u *unstructured.Unstructured) {
-		gvk := u.GroupVersionKind()
-		if sent[gvk] == nil {
-			sent[gvk] = map[[2]string]*unstructured.Unstructured{}
-		}
-		key := [2]string{u.GetNamespace(), u.GetName()}
-		if _, dup := sent[gvk][key]; dup {
-			return
-		}
-		sent[gvk][key] = u
-		objects = append(objects, u.DeepCopy())
-	}
-	keep(trigger)
-	for i, raw := range req.Objects {
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(raw); err != nil {
-			return nil, fmt.Errorf("object %d: %w", i, err)
-		}
-		keep(u)
-	}
-
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	listKinds := map[schema.GroupVersionResource]string{}
-	for _, l := range req.Resources {
-		gv, err := schema.ParseGroupVersion(l.GroupVersion)
-		if err != nil {
-			continue
-		}
-		for _, r := range l.APIResources {
-			if !strings.Contains(r.Name, "/") {
-				listKinds[gv.WithResource(r.Name)] = r.Kind + "List"
-			}
-		}
-	}
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, objects...)
-	// Namespaces also go to the typed client, which Kyverno's CEL namespace
-	// resolver reads for namespaceSelectors.
-	var namespaces []runtime.Object
-	for _, o := range objects {
-		u := o.(*unstructured.Unstructured)
-		if u.GroupVersionKind() == corev1.SchemeGroupVersion.WithKind("Namespace") {
-			ns := &corev1.Namespace{}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, ns); err == nil {
-				namespaces = append(namespaces, ns)
-			}
-		}
-	}
-	kubeClient := kubefake.NewClientset(namespaces...)
-	kubeClient.Discovery().(*fakediscovery.FakeDiscovery).Resources = req.Resources
-	client, err := dclient.NewClient(ctx, dyn, kubeClient, time.Hour, false, nil)
+	fc, err := newFakeCluster(ctx, req)
 	if err != nil {
-		return nil, fmt.Errorf("kyverno client: %w", err)
+		return nil, err
 	}
+	client, kubeClient, trigger := fc.client, fc.kube, fc.trigger
 	configuration, err := defaultConfiguration()
 	if err != nil {
 		return nil, err
@@ -183,68 +119,10 @@ func runGenerate(ctx context.Context, req *protocol.GenerateRequest) (*protocol.
 		}
 	}
 
-	// Read the writes back from the fake cluster.
-	seen := map[string]bool{}
-	for _, spec := range created {
-		obj, err := client.GetResource(ctx, spec.APIVersion, spec.Kind, spec.Namespace, spec.Name)
-		if err != nil {
-			return nil, fmt.Errorf("reading back what Kyverno generated (%s): %w", spec.String(), err)
-		}
-		key := obj.GroupVersionKind().String() + "|" + obj.GetNamespace() + "/" + obj.GetName()
-		if seen[key] {
-			continue
-		}
-		seen[key] = true
-		op := "update"
-		if _, existed := sent[obj.GroupVersionKind()][[2]string{obj.GetNamespace(), obj.GetName()}]; !existed {
-			op = "create"
-		}
-		if op == "update" && equality.Semantic.DeepEqual(obj.Object, sent[obj.GroupVersionKind()][[2]string{obj.GetNamespace(), obj.GetName()}].Object) {
-			continue
-		}
-		if err := appendWrite(resp, op, obj); err != nil {
-			return nil, err
-		}
-	}
-	var gvks []schema.GroupVersionKind
-	for gvk := range sent {
-		gvks = append(gvks, gvk)
-	}
-	sort.Slice(gvks, func(i, j int) bool { return gvks[i].String() < gvks[j].String() })
-	for _, gvk := range gvks {
-		keys := make([][2]string, 0, len(sent[gvk]))
-		for k := range sent[gvk] {
-			keys = append(keys, k)
-		}
-		sort.Slice(keys, func(i, j int) bool { return keys[i][0]+"/"+keys[i][1] < keys[j][0]+"/"+keys[j][1] })
-		for _, k := range keys {
-			before := sent[gvk][k]
-			if seen[gvk.String()+"|"+k[0]+"/"+k[1]] {
-				continue
-			}
-			after, err := client.GetResource(ctx, gvk.GroupVersion().String(), gvk.Kind, k[0], k[1])
-			if err != nil {
-				// Kyverno deleted nothing here; an object it cannot read
-				// back is one it did not write.
-				continue
-			}
-			if !equality.Semantic.DeepEqual(after.Object, before.Object) {
-				if err := appendWrite(resp, "update", after); err != nil {
-					return nil, err
-				}
-			}
-		}
+	if err := fc.readBack(ctx, created, resp); err != nil {
+		return nil, err
 	}
 	return resp, nil
-}
-
-func appendWrite(resp *protocol.GenerateResponse, op string, obj *unstructured.Unstructured) error {
-	raw, err := obj.MarshalJSON()
-	if err != nil {
-		return err
-	}
-	resp.Writes = append(resp.Writes, protocol.Write{Op: op, Object: raw})
-	return nil
 }
 
 // decodePolicies decodes the ClusterPolicies, Policies and
@@ -278,14 +156,14 @@ func policyKey(p kyvernov1.PolicyInterface) string {
 }
 
 // generateRules describes p's generate rules as autogen computes them.
-func generateRules(p kyvernov1.PolicyInterface) []protocol.GenerateRule {
-	var out []protocol.GenerateRule
+func generateRules(p kyvernov1.PolicyInterface) []protocol.BackgroundRule {
+	var out []protocol.BackgroundRule
 	for _, rule := range autogen.Default.ComputeRules(p, "") {
 		if !rule.HasGenerate() {
 			continue
 		}
 		g := rule.Generation
-		r := protocol.GenerateRule{
+		r := protocol.BackgroundRule{
 			Policy:      policyKey(p),
 			Rule:        rule.Name,
 			Kinds:       matchKinds(rule),

@@ -16,6 +16,7 @@ import (
 	engineapi "github.com/kyverno/kyverno/pkg/engine/api"
 	"github.com/truce-dev/truce/engine/kyverno/helper/protocol"
 	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -35,10 +36,24 @@ func gpolKey(p policiesv1beta1.GeneratingPolicyLike) string {
 
 // gpolRule describes a GeneratingPolicy as one rule: its triggers are the
 // kinds of its matchConstraints' resources, found through discovery.
-func gpolRule(p policiesv1beta1.GeneratingPolicyLike, resources []*metav1.APIResourceList) protocol.GenerateRule {
-	r := protocol.GenerateRule{Policy: gpolKey(p), Synchronize: p.GetSpec().SynchronizationEnabled(), CEL: true}
+func gpolRule(p policiesv1beta1.GeneratingPolicyLike, resources []*metav1.APIResourceList) protocol.BackgroundRule {
+	r := protocol.BackgroundRule{Policy: gpolKey(p), Synchronize: p.GetSpec().SynchronizationEnabled(), CEL: true}
+	r.Kinds = constraintKinds(p.GetMatchConstraints(), resources)
+	for _, v := range p.GetVariables() {
+		for _, lib := range []string{"http.", "image(", "imagedata.", "globalContext."} {
+			if strings.Contains(v.Expression, lib) {
+				r.Unpredictable = fmt.Sprintf("variable %q uses %s, which reaches outside the cluster", v.Name, strings.TrimRight(lib, ".("))
+			}
+		}
+	}
+	return r
+}
+
+// constraintKinds are the kinds of the resources a MatchResources' rules
+// name, found through discovery, as "group/version/Kind".
+func constraintKinds(mc admissionregistrationv1.MatchResources, resources []*metav1.APIResourceList) []string {
+	var out []string
 	seen := map[string]bool{}
-	mc := p.GetMatchConstraints()
 	for _, rr := range mc.ResourceRules {
 		for _, l := range resources {
 			gv, err := schema.ParseGroupVersion(l.GroupVersion)
@@ -52,19 +67,12 @@ func gpolRule(p policiesv1beta1.GeneratingPolicyLike, resources []*metav1.APIRes
 				k := gv.Group + "/" + gv.Version + "/" + res.Kind
 				if !seen[k] {
 					seen[k] = true
-					r.Kinds = append(r.Kinds, k)
+					out = append(out, k)
 				}
 			}
 		}
 	}
-	for _, v := range p.GetVariables() {
-		for _, lib := range []string{"http.", "image(", "imagedata.", "globalContext."} {
-			if strings.Contains(v.Expression, lib) {
-				r.Unpredictable = fmt.Sprintf("variable %q uses %s, which reaches outside the cluster", v.Name, strings.TrimRight(lib, ".("))
-			}
-		}
-	}
-	return r
+	return out
 }
 
 func matchesAny(list []string, s string) bool {
@@ -81,7 +89,7 @@ func matchesAny(list []string, s string) bool {
 // UpdateRequest: a request for the trigger, the policy compiled by
 // Kyverno's compiler, gpolengine's Handle, whose generator library writes
 // through client. It answers what each policy generated.
-func runGeneratingPolicies(ctx context.Context, req *protocol.GenerateRequest, gpols []policiesv1beta1.GeneratingPolicyLike, client dclient.Interface, kube kubernetes.Interface, trigger *unstructured.Unstructured) ([]*unstructured.Unstructured, []string) {
+func runGeneratingPolicies(ctx context.Context, req *protocol.BackgroundRequest, gpols []policiesv1beta1.GeneratingPolicyLike, client dclient.Interface, kube kubernetes.Interface, trigger *unstructured.Unstructured) ([]*unstructured.Unstructured, []string) {
 	var generated []*unstructured.Unstructured
 	var errs []string
 	restMapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery()))
