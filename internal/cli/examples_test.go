@@ -61,6 +61,11 @@ func TestExamples(t *testing.T) {
 				"argocd shop Namespace/team-a":             "Synced",
 				"argocd shop Namespace/team-b":             "Synced",
 			}},
+		{dir: "kyverno-mutate-existing", code: exitFound, kyverno: true,
+			want: want{
+				"argocd shop ConfigMap/shop/settings": "OutOfSync",
+				"argocd shop Namespace/shop":          "Synced",
+			}},
 		{dir: "label-mutation", code: exitOK,
 			want: want{
 				"argocd  Deployment.apps/shop/web": "Synced", "argocd  Namespace/shop": "Synced",
