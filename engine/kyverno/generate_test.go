@@ -372,3 +372,23 @@ func TestBackgroundWithoutGenerate(t *testing.T) {
 		t.Error("writers from policies without generate rules")
 	}
 }
+
+// Kyverno's resource filters keep kube-system's objects from its webhooks:
+// a rule for every Namespace generates nothing there.
+func TestGenerateResourceFilters(t *testing.T) {
+	policy := strings.Replace(cloneRule(false), "{kinds: [Namespace], names: [team-a]}", "{kinds: [Namespace]}", 1)
+	ctx, c, bg := generateEnv(t, policy)
+	w := bg.Writers()[0]
+	if err := w.Act(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if get(t, ctx, c, copyRef) == nil {
+		t.Error("no copy in team-a")
+	}
+	if get(t, ctx, c, ref("Namespace", "", "v1", "", "kube-system")) == nil {
+		t.Fatal("the cluster has no kube-system")
+	}
+	if got := get(t, ctx, c, ref("Secret", "", "v1", "kube-system", "registry-creds")); got != nil {
+		t.Error("a copy in kube-system, which Kyverno's resource filters exclude")
+	}
+}

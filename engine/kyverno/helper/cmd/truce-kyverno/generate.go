@@ -58,6 +58,12 @@ func runGenerate(ctx context.Context, req *protocol.BackgroundRequest) (*protoco
 	if err != nil {
 		return nil, err
 	}
+	// Kyverno's resource filters (kube-system, Events, its own objects…)
+	// keep such a trigger from ever reaching its webhook, so no
+	// UpdateRequest is made for it.
+	if t := trigger; configuration.ToFilter(t.GroupVersionKind(), "", t.GetNamespace(), t.GetName()) {
+		return resp, nil
+	}
 	jp := jmespath.New(configuration)
 	cmResolver, err := resolvers.NewClientBasedResolver(kubeClient)
 	if err != nil {

@@ -94,6 +94,12 @@ func runMutateExisting(ctx context.Context, req *protocol.BackgroundRequest) (*p
 	if err != nil {
 		return nil, err
 	}
+	// Kyverno's resource filters (kube-system, Events, its own objects…)
+	// keep such a trigger from ever reaching its webhook, so no
+	// UpdateRequest is made for it.
+	if t := fc.trigger; configuration.ToFilter(t.GroupVersionKind(), "", t.GetNamespace(), t.GetName()) {
+		return resp, nil
+	}
 	restMapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(fc.kube.Discovery()))
 	informers := kubeinformers.NewSharedInformerFactory(fc.kube, 0)
 	nsLister := informers.Core().V1().Namespaces().Lister()
