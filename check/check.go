@@ -76,6 +76,9 @@ type Repository struct {
 	Findings []report.Finding
 	// units are those the repository was read through (render/world).
 	units []*world.Unit
+	// background are the policy engines' background controllers
+	// (Kyverno's generate rules), writers derived from the policies.
+	background []simulate.Background
 	// Unknown are manifests of a kind no CRD defines (not in the
 	// repository, -c or the cluster): left out of the simulations and
 	// reported Unpredictable.
@@ -161,6 +164,36 @@ func (r *Repository) engineConfiguration(engines []admission.PolicyEngine) {
 		kept = append(kept, d)
 	}
 	r.Desired = kept
+}
+
+// backgroundWriters asks the engines that run background controllers
+// (Kyverno's generate rules) for them, configured by the base objects
+// (the cluster's policies, the repository's policy manifests moved there)
+// and told the kinds the repository holds. Rules whose writes cannot be
+// predicted offline become findings that name them.
+func (r *Repository) backgroundWriters(ctx context.Context, engines []admission.PolicyEngine) error {
+	var objs []*unstructured.Unstructured
+	for _, o := range r.Base {
+		objs = append(objs, o.Object)
+	}
+	for _, d := range r.Desired {
+		objs = append(objs, d.Object)
+	}
+	for _, e := range engines {
+		be, ok := e.(simulate.BackgroundEngine)
+		if !ok {
+			continue
+		}
+		b, err := be.Background(ctx, objs)
+		if err != nil {
+			return fmt.Errorf("%s: %w", e.Name(), err)
+		}
+		r.background = append(r.background, b)
+		for _, u := range b.Unpredictable() {
+			r.Findings = append(r.Findings, report.Finding{Message: "Unpredictable: " + u})
+		}
+	}
+	return nil
 }
 
 // Split takes a repository apart.
@@ -288,6 +321,9 @@ func (r *Repository) Writers() ([]simulate.Writer, error) {
 	}
 	if r.detect {
 		out = append(out, simulate.DetectWriters(r.Desired)...)
+	}
+	for _, b := range r.background {
+		out = append(out, b.Writers()...)
 	}
 	return out, errors.Join(errs...)
 }

@@ -142,6 +142,9 @@ func Prepare(ctx context.Context, in Input, opts Options, scopes map[k8sschema.G
 		return nil, err
 	}
 	repo.engineConfiguration(opts.Admission.Engines)
+	if err := repo.backgroundWriters(ctx, opts.Admission.Engines); err != nil {
+		return nil, err
+	}
 	if scopes == nil {
 		scopes = map[k8sschema.GroupKind]bool{}
 	}

@@ -30,7 +30,7 @@ const HelperEnv = "TRUCE_KYVERNO"
 const LogEnv = "TRUCE_KYVERNO_LOG"
 
 // protocolVersion must match the helper's ProtocolVersion.
-const protocolVersion = 2
+const protocolVersion = 3
 
 // FindHelper returns the helper's path: $TRUCE_KYVERNO, else next to the
 // running executable, else on PATH.
@@ -63,6 +63,8 @@ type request struct {
 	Load   *loadRequest   `json:"load,omitempty"`
 	Review *reviewRequest `json:"review,omitempty"`
 	Set    string         `json:"set,omitempty"`
+	// Generate is a generateRequest, encoded by its caller.
+	Generate json.RawMessage `json:"generate,omitempty"`
 }
 
 type loadRequest struct {
@@ -87,6 +89,7 @@ type response struct {
 	Webhooks []json.RawMessage `json:"webhooks,omitempty"`
 	Warnings []string          `json:"warnings,omitempty"`
 	Review   json.RawMessage   `json:"review,omitempty"`
+	Generate json.RawMessage   `json:"generate,omitempty"`
 }
 
 // helper is a running truce-kyverno process. Requests are multiplexed on

@@ -33,7 +33,7 @@ func policyEngines(objs ...[]manifest.Object) ([]admission.PolicyEngine, error) 
 		}
 		engines = append(engines, e)
 	}
-	if uses(kyverno.IsPolicy) {
+	if uses(kyverno.Uses) {
 		engines = append(engines, kyverno.Shared())
 	}
 	return engines, nil

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/truce-dev/truce/engine/kyverno"
 	treport "github.com/truce-dev/truce/report"
 )
 
@@ -21,6 +22,9 @@ func TestExamples(t *testing.T) {
 		// named: Synced).
 		after want
 		code  int
+		// kyverno: the example holds Kyverno policies, which run in the
+		// helper truce-kyverno.
+		kyverno bool
 	}{
 		{dir: "image-mirror", code: exitFound,
 			want: want{
@@ -48,7 +52,7 @@ func TestExamples(t *testing.T) {
 				"argocd settings ConfigMap/settings/app-config": "Loop",
 				"argocd settings Namespace/settings":            "Synced",
 			}},
-		{dir: "kyverno-generate", code: exitFound,
+		{dir: "kyverno-generate", code: exitFound, kyverno: true,
 			want: want{
 				"argocd shop Secret/team-a/registry-creds": "Loop",
 				"argocd shop Secret/team-b/registry-creds": "Pruned",
@@ -56,6 +60,11 @@ func TestExamples(t *testing.T) {
 				"argocd shop Namespace/shop":               "Synced",
 				"argocd shop Namespace/team-a":             "Synced",
 				"argocd shop Namespace/team-b":             "Synced",
+			}},
+		{dir: "kyverno-mutate-existing", code: exitFound, kyverno: true,
+			want: want{
+				"argocd shop ConfigMap/shop/settings": "OutOfSync",
+				"argocd shop Namespace/shop":          "Synced",
 			}},
 		{dir: "label-mutation", code: exitOK,
 			want: want{
@@ -71,6 +80,11 @@ func TestExamples(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.dir, func(t *testing.T) {
 			t.Parallel()
+			if tc.kyverno {
+				if _, err := kyverno.FindHelper(); err != nil {
+					t.Skipf("the example's Kyverno policies need the helper (make unit sets $%s): %v", kyverno.HelperEnv, err)
+				}
+			}
 			dir := copyExample(t, tc.dir)
 			got, code := checkJSON(t, dir)
 			if code != tc.code {

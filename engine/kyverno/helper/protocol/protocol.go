@@ -16,7 +16,7 @@ import (
 // helper. A request of another version is refused, so a truce and a helper
 // built from different commits fail with a clear error instead of
 // misreading each other.
-const ProtocolVersion = 2
+const ProtocolVersion = 3
 
 // The operations of the protocol.
 const (
@@ -31,6 +31,17 @@ const (
 	OpReview = "review"
 	// OpUnload forgets a set.
 	OpUnload = "unload"
+	// OpGenerate runs Kyverno's background generate controller (version 3):
+	// without a trigger it answers the policies' generate rules (what
+	// triggers them, what they clone and generate); with one, the writes
+	// the controller makes for it, as it makes them for an UpdateRequest.
+	OpGenerate = "generate"
+	// OpMutateExisting runs Kyverno's background mutate-existing processor
+	// for MutatingPolicies with spec.evaluation.mutateExisting (version
+	// 3): without a trigger it answers the policies; with one, the updates
+	// of existing objects Kyverno makes for the UpdateRequest an admission
+	// of the trigger creates.
+	OpMutateExisting = "mutateExisting"
 )
 
 // Request is one line on the helper's standard input.
@@ -41,6 +52,8 @@ type Request struct {
 	Load   *LoadRequest   `json:"load,omitempty"`
 	Review *ReviewRequest `json:"review,omitempty"`
 	Set    string         `json:"set,omitempty"`
+	// Generate is the body of OpGenerate and OpMutateExisting.
+	Generate *BackgroundRequest `json:"generate,omitempty"`
 }
 
 // LoadRequest carries what configures Kyverno: the objects its informers
@@ -70,6 +83,94 @@ type ReviewRequest struct {
 	Review json.RawMessage `json:"review"`
 }
 
+// BackgroundRequest asks what Kyverno's background controller writes
+// (generate, mutate existing). It is
+// stateless: it carries the policies and the cluster state the controller
+// reads, so truce decides when the controller acts (a trigger's admission,
+// a change of a synchronized source or downstream object) and the helper
+// only what it then writes.
+type BackgroundRequest struct {
+	// Policies are ClusterPolicies, Policies and GeneratingPolicies
+	// (cluster-wide and namespaced); ClusterPolicies and Policies without
+	// generate rules are ignored.
+	Policies []json.RawMessage `json:"policies"`
+	// Resources is the cluster's discovery: the generate controller maps
+	// kinds to resources through it.
+	Resources []*metav1.APIResourceList `json:"resources"`
+	// Trigger is the object the UpdateRequest names; empty asks only for
+	// the rules.
+	Trigger json.RawMessage `json:"trigger,omitempty"`
+	// Operation is the admission operation that made the UpdateRequest:
+	// CREATE or UPDATE.
+	Operation string `json:"operation,omitempty"`
+	// NamespaceLabels are the labels of the trigger's namespace, for the
+	// rules' namespaceSelectors.
+	NamespaceLabels map[string]string `json:"namespaceLabels,omitempty"`
+	// Objects are the live objects the controller may read: clone
+	// sources, existing downstream objects.
+	Objects []json.RawMessage `json:"objects,omitempty"`
+	// OpenAPI are the cluster's OpenAPI v3 documents, as in LoadRequest:
+	// MutatingPolicies' ApplyConfigurations need them.
+	OpenAPI map[string][]byte `json:"openAPI,omitempty"`
+	// Policy and Rule, when set, restrict the run to one rule (the
+	// UpdateRequest's rule context). Policy is "name" or "namespace/name".
+	Policy string `json:"policy,omitempty"`
+	Rule   string `json:"rule,omitempty"`
+}
+
+// BackgroundRule is a generate rule as Kyverno's autogen computes the
+// policy's rules, a GeneratingPolicy, or a MutatingPolicy that mutates
+// existing objects.
+type BackgroundRule struct {
+	// Policy is "name" for a ClusterPolicy, "namespace/name" for a Policy.
+	Policy string `json:"policy"`
+	Rule   string `json:"rule"`
+	// Kinds are the kinds the rule matches (its triggers), as written in
+	// the policy: "Namespace", "apps/v1/Deployment", "Pod/status".
+	Kinds       []string `json:"kinds"`
+	Synchronize bool     `json:"synchronize,omitempty"`
+	// APIVersion and Kind are what the rule generates; Namespace and Name
+	// may hold variables.
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name,omitempty"`
+	// Clone is the source object of a clone rule ("namespace/name"),
+	// CloneList the kinds a cloneList copies from CloneNamespace.
+	Clone          string   `json:"clone,omitempty"`
+	CloneList      []string `json:"cloneList,omitempty"`
+	CloneNamespace string   `json:"cloneNamespace,omitempty"`
+	// Targets are the kinds a mutate-existing policy mutates
+	// ("group/version/Kind"; its targetMatchConstraints, else its
+	// matchConstraints).
+	Targets []string `json:"targets,omitempty"`
+	// CEL: the rule is a CEL policy (Rule is empty), whose CEL
+	// generator may read any object: truce sends it every live object of
+	// the kinds the cluster and repository hold.
+	CEL bool `json:"cel,omitempty"`
+	// Unpredictable names what the rule reads that truce cannot give
+	// Kyverno offline (apiCall, imageRegistry, globalReference context
+	// entries, foreach generation); empty when it reads only the trigger
+	// and the cluster objects sent.
+	Unpredictable string `json:"unpredictable,omitempty"`
+}
+
+// Write is one write of Kyverno's background controller.
+type Write struct {
+	// Op is "create" or "update".
+	Op     string          `json:"op"`
+	Object json.RawMessage `json:"object"`
+}
+
+// BackgroundResponse is OpGenerate's answer.
+type BackgroundResponse struct {
+	Rules  []BackgroundRule `json:"rules,omitempty"`
+	Writes []Write          `json:"writes,omitempty"`
+	// Errors are the rules that failed for the trigger, as Kyverno fails
+	// an UpdateRequest ("policy/rule: message").
+	Errors []string `json:"errors,omitempty"`
+}
+
 // Response is one line on the helper's standard output.
 type Response struct {
 	V     int    `json:"v"`
@@ -83,6 +184,8 @@ type Response struct {
 	Warnings []string          `json:"warnings,omitempty"`
 	// Review
 	Review json.RawMessage `json:"review,omitempty"`
+	// Generate
+	Generate *BackgroundResponse `json:"generate,omitempty"`
 }
 
 // DecodeRequest decodes and checks one request line.
@@ -110,6 +213,13 @@ func DecodeRequest(line []byte) (*Request, error) {
 	case OpUnload:
 		if r.Set == "" {
 			return &r, errors.New("unload: no set")
+		}
+	case OpGenerate, OpMutateExisting:
+		if r.Generate == nil {
+			return &r, fmt.Errorf("%s: no generate field", r.Op)
+		}
+		if len(r.Generate.Trigger) > 0 && r.Generate.Operation != "CREATE" && r.Generate.Operation != "UPDATE" {
+			return &r, fmt.Errorf("%s: operation %q, want CREATE or UPDATE", r.Op, r.Generate.Operation)
 		}
 	default:
 		return &r, fmt.Errorf("unknown operation %q", r.Op)

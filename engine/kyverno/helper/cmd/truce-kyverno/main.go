@@ -95,6 +95,20 @@ func handle(ctx context.Context, sets *sets, req *protocol.Request) (resp *proto
 		resp.Review = review
 	case protocol.OpUnload:
 		sets.unload(req.Set)
+	case protocol.OpGenerate:
+		g, err := runGenerate(ctx, req.Generate)
+		if err != nil {
+			resp.Error = err.Error()
+			return resp
+		}
+		resp.Generate = g
+	case protocol.OpMutateExisting:
+		g, err := runMutateExisting(ctx, req.Generate)
+		if err != nil {
+			resp.Error = err.Error()
+			return resp
+		}
+		resp.Generate = g
 	}
 	return resp
 }

@@ -1,0 +1,106 @@
+package kyverno_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/truce-dev/truce/cluster"
+)
+
+func readExample(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// A MutatingPolicy with mutateExisting becomes a writer that patches its
+// targets after a trigger's admission, with what Kyverno's background
+// processor writes; Kyverno's own write does not trigger it again.
+func TestMutateExistingWriter(t *testing.T) {
+	policy := readExample(t, "../../examples/kyverno-mutate-existing/cluster/kyverno-policies.yaml")
+	ctx, c, bg := generateEnv(t, policy, `
+apiVersion: v1
+kind: Namespace
+metadata: {name: web, labels: {team: web}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: web, labels: {tier: web}}
+`)
+	if u := bg.Unpredictable(); len(u) != 0 {
+		t.Fatalf("unpredictable: %v", u)
+	}
+	ws := bg.Writers()
+	if len(ws) != 1 {
+		t.Fatalf("%d writers, want 1", len(ws))
+	}
+	w := ws[0]
+	want := "Kyverno MutatingPolicy label-team-configmaps mutates existing v1/ConfigMap after each admission of a v1/Namespace"
+	if w.Describe() != want {
+		t.Errorf("describe %q\nwant     %q", w.Describe(), want)
+	}
+	if !w.Watches(ref("Namespace", "", "v1", "", "web")) || w.Watches(ref("ConfigMap", "", "v1", "web", "settings")) {
+		t.Error("it should watch Namespaces (its triggers), not ConfigMaps (its targets)")
+	}
+	for _, o := range objs(t, `
+apiVersion: v1
+kind: Namespace
+metadata: {name: web, labels: {team: web}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: web, labels: {tier: web}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: other, namespace: shop, labels: {tier: shop}}
+`) {
+		if _, err := c.Create(ctx, o, cluster.WriteOptions{FieldManager: "test"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Act(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	cm := get(t, ctx, c, ref("ConfigMap", "", "v1", "web", "settings"))
+	if cm.GetLabels()["tier"] != "platform" {
+		t.Fatalf("target labels %v, want tier=platform", cm.GetLabels())
+	}
+	if other := get(t, ctx, c, ref("ConfigMap", "", "v1", "shop", "other")); other.GetLabels()["tier"] != "shop" {
+		t.Errorf("a ConfigMap outside the targets' namespaces was patched: %v", other.GetLabels())
+	}
+	managers := []string{}
+	for _, m := range cm.GetManagedFields() {
+		managers = append(managers, m.Manager)
+	}
+	if !strings.Contains(strings.Join(managers, ","), "kyverno-background-controller") {
+		t.Errorf("managers %v", managers)
+	}
+	// Reverting the target is no admission of a trigger: Kyverno waits
+	// for the next one.
+	cm.SetLabels(map[string]string{"tier": "web"})
+	if _, err := c.Update(ctx, cm, cluster.WriteOptions{FieldManager: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Act(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, ctx, c, ref("ConfigMap", "", "v1", "web", "settings")).GetLabels()["tier"]; got != "web" {
+		t.Errorf("patched again without a trigger: tier=%s", got)
+	}
+	ns := get(t, ctx, c, ref("Namespace", "", "v1", "", "web"))
+	ns.SetAnnotations(map[string]string{"touched": "yes"})
+	if _, err := c.Update(ctx, ns, cluster.WriteOptions{FieldManager: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Act(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, ctx, c, ref("ConfigMap", "", "v1", "web", "settings")).GetLabels()["tier"]; got != "platform" {
+		t.Errorf("not patched after the trigger's UPDATE: tier=%s", got)
+	}
+}
