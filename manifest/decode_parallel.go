@@ -111,7 +111,7 @@ func (d *decoder) decodeAhead(name string, sec section, reserve func(int) bool) 
 		r.decodeYAMLDocument(name, doc, sec.line, lastLine)
 	})
 	if memo != nil {
-		memo.remember(key, r, reserves)
+		memo.remember(key, len(sec.data), r, reserves)
 	}
 	return r
 }

@@ -19,10 +19,17 @@ import (
 type Memo struct {
 	mu      sync.Mutex
 	entries map[[sha256.Size]byte]*memoEntry
+	// size is the bytes of the sections remembered.
+	size int
 }
 
-// maxMemoEntries bounds a Memo; it forgets everything when full.
-const maxMemoEntries = 1 << 16
+// A Memo forgets everything when it holds more than maxMemoEntries
+// sections or maxMemoBytes of them (DefaultMaxFileBytes: one file a fix
+// edits, whose decoded objects take several times that).
+const (
+	maxMemoEntries = 1 << 16
+	maxMemoBytes   = DefaultMaxFileBytes
+)
 
 // NewMemo returns an empty Memo.
 func NewMemo() *Memo {
@@ -75,13 +82,15 @@ func (m *Memo) get(k [sha256.Size]byte) *memoEntry {
 	return m.entries[k]
 }
 
-func (m *Memo) put(k [sha256.Size]byte, e *memoEntry) {
+func (m *Memo) put(k [sha256.Size]byte, size int, e *memoEntry) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if len(m.entries) >= maxMemoEntries {
+	if len(m.entries) >= maxMemoEntries || m.size+size > maxMemoBytes {
 		clear(m.entries)
+		m.size = 0
 	}
 	m.entries[k] = e
+	m.size += size
 }
 
 // copyObjects copies objs deeply: the caller owns what a decode returns.
@@ -125,11 +134,11 @@ func (m *Memo) remembered(k [sha256.Size]byte, opts Options, reserve func(int) b
 
 // remember keeps what r, a section decoded ahead with reservations
 // reserves, decoded to; a deferred section is incomplete and not kept.
-func (m *Memo) remember(k [sha256.Size]byte, r *decoder, reserves []int) {
+func (m *Memo) remember(k [sha256.Size]byte, size int, r *decoder, reserves []int) {
 	if r.deferred {
 		return
 	}
-	m.put(k, &memoEntry{
+	m.put(k, size, &memoEntry{
 		objs:      copyObjects(r.objs),
 		errs:      append([]error(nil), r.errs...),
 		charges:   append([]charge(nil), r.charges...),
