@@ -1,11 +1,14 @@
 package admission
 
 import (
+	"context"
 	"fmt"
 	"io"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	k8sadmission "k8s.io/apiserver/pkg/admission"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/config"
@@ -21,6 +24,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/truce-dev/truce/schema"
 )
 
 // The two policy plugins below are upstream's (k8s.io/apiserver v0.37.2,
@@ -101,12 +106,39 @@ func newMutatingPolicyPlugin(cache *Cache, sources *policySources, configFile io
 			)
 		},
 		func(a authorizer.UnconditionalAuthorizer, m *matching.Matcher, client kubernetes.Interface) generic.Dispatcher[mutating.PolicyHook] {
-			return mutating.NewDispatcher(a, m, patch.NewTypeConverterManager(nil, client.Discovery().OpenAPIV3()))
+			var tcm patch.TypeConverterManager = patch.NewTypeConverterManager(nil, client.Discovery().OpenAPIV3())
+			if d, ok := client.Discovery().(*discoveryClient); ok {
+				tcm = registryConverters{registry: d.registry}
+			}
+			return mutating.NewDispatcher(a, m, tcm)
 		},
 	)
 	p.SetStaticManifestsDir(cfg.StaticManifestsDir)
 	return p, nil
 }
+
+// registryConverters gives the MutatingAdmissionPolicy dispatcher the
+// chain registry's type converters. Upstream's manager builds its own
+// from the document the registry serves it (patch.typeConverterManager:
+// the same managedfields.NewTypeConverter of the same bytes, refetched
+// when the document's generation changes), decoding the OpenAPI document
+// again for every chain; the registry's are shared by every chain of a
+// Cache, by the document's digest, and follow its CRDs.
+type registryConverters struct{ registry *schema.Registry }
+
+func (r registryConverters) GetTypeConverter(gvk k8sschema.GroupVersionKind) managedfields.TypeConverter {
+	tc, err := r.registry.TypeConverter(gvk.GroupVersion())
+	if err != nil {
+		// Upstream's answer for a group-version without a document:
+		// the dispatcher says the kind is not found.
+		return nil
+	}
+	return tc
+}
+
+// Run has nothing to refresh: the registry invalidates its converters
+// when its CRDs change.
+func (registryConverters) Run(context.Context) {}
 
 // validatingPolicy is upstream's validating.compilePolicy.
 func validatingPolicy(policy *validating.Policy) validating.Validator {

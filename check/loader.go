@@ -40,6 +40,9 @@ func (s Sources) git() bool {
 // uses), the inputs are copied to a temporary directory, the fix's files
 // written over the copy, and everything is loaded from there.
 func NewLoader(src Sources, in Input) Loader {
+	// Each candidate fix of a file decodes the whole file again, with
+	// one document changed: the others are remembered.
+	memo := manifest.NewMemo()
 	return func(ctx context.Context, overlay map[string][]byte) (Input, error) {
 		if src.git() {
 			return Input{}, fmt.Errorf("fixes of a Git source are verified on a working tree: clone it and check the directory")
@@ -47,7 +50,7 @@ func NewLoader(src Sources, in Input) Loader {
 		if len(overlay) == 0 && in.Repository != nil {
 			return in, nil
 		}
-		if in, ok, err := replaceFiles(overlay, src, in); ok || err != nil {
+		if in, ok, err := replaceFiles(overlay, src, in, memo); ok || err != nil {
 			return in, err
 		}
 		return LoadOver(ctx, src, overlay, in.Cluster)
@@ -56,7 +59,7 @@ func NewLoader(src Sources, in Input) Loader {
 
 // replaceFiles is the fast way of NewLoader's loader: ok is false when a
 // file of the overlay is rendered by kustomize.
-func replaceFiles(overlay map[string][]byte, src Sources, in Input) (Input, bool, error) {
+func replaceFiles(overlay map[string][]byte, src Sources, in Input, memo *manifest.Memo) (Input, bool, error) {
 	if in.Repository == nil {
 		return Input{}, false, nil
 	}
@@ -112,7 +115,9 @@ func replaceFiles(overlay map[string][]byte, src Sources, in Input) (Input, bool
 	}
 	sort.Strings(paths)
 	for _, p := range paths {
-		objs, err := manifest.Decode(p, bytes.NewReader(overlay[p]), manifest.DefaultOptions())
+		opts := manifest.DefaultOptions()
+		opts.Memo = memo
+		objs, err := manifest.Decode(p, bytes.NewReader(overlay[p]), opts)
 		if err != nil {
 			return Input{}, true, err
 		}

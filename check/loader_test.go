@@ -1,9 +1,11 @@
 package check
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -86,4 +88,64 @@ func TestLoaderOverlaysTheFix(t *testing.T) {
 			}
 		})
 	}
+}
+
+// One loader verifies every candidate fix of a check, remembering the
+// sections of the files it decodes: each overlay must load as decoding its
+// bytes afresh would, whatever was loaded and changed before.
+func TestLoaderRemembersSections(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "cms.yaml")
+	doc := func(i int, v string) string {
+		return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c" + string(rune('a'+i)) + ", namespace: shop}\ndata:\n  k: " + v + "\n"
+	}
+	stream := func(vals ...string) []byte {
+		var b strings.Builder
+		for i, v := range vals {
+			b.WriteString("---\n" + doc(i, v))
+		}
+		return []byte(b.String())
+	}
+	orig := stream("a", "b", "c", "d")
+	if err := os.WriteFile(file, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := Input{Repository: objectsOf(t, file, orig)}
+	load := NewLoader(Sources{Repository: []string{dir}}, in)
+	for i, data := range [][]byte{
+		stream("a", "b", "c", "d"),
+		stream("a", "new", "c", "d"),
+		stream("a", "b", "c", "new"),
+		// Lines move: the sections after the edit are the same bytes on
+		// other lines.
+		stream("a", "b\n  k2: v", "c", "d"),
+		append([]byte("# a comment\n"), stream("a", "b", "c", "d")...),
+		stream("a", "b", "c", "d"),
+	} {
+		got, err := load(context.Background(), map[string][]byte{file: data})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := objectsOf(t, file, data)
+		if len(got.Repository) != len(want) {
+			t.Fatalf("overlay %d: %d objects, want %d", i, len(got.Repository), len(want))
+		}
+		for j := range want {
+			g, w := got.Repository[j], want[j]
+			if g.Source != w.Source || string(g.Raw) != string(w.Raw) || !reflect.DeepEqual(g.Object.Object, w.Object.Object) {
+				t.Fatalf("overlay %d, object %d: %v %s, want %v %s", i, j, g.Source, g.Raw, w.Source, w.Raw)
+			}
+			// What a load returns is the caller's to change.
+			g.Object.Object["data"] = "changed"
+		}
+	}
+}
+
+func objectsOf(t *testing.T, name string, data []byte) []manifest.Object {
+	t.Helper()
+	objs, err := manifest.Decode(name, bytes.NewReader(data), manifest.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
 }

@@ -83,6 +83,7 @@ func Check(ctx context.Context, in Input, opts Options, load Loader, read fix.Re
 			}
 		}
 	}
+	files := fix.NewFiles(read)
 	for i, s := range todo {
 		res := results[i]
 		if res == nil {
@@ -97,7 +98,7 @@ func Check(ctx context.Context, in Input, opts Options, load Loader, read fix.Re
 					progress.Report(opts.Progress, progress.Event{Stage: progress.Verifying, Done: verified, Total: problems, Unit: o.Ref.String()})
 				}
 				verified++
-				pf := repo.fixes(ctx, s, o, opts, load, read)
+				pf := repo.fixes(ctx, s, o, opts, load, files)
 				out.Problems = append(out.Problems, pf)
 				ro.Notes = pf.Notes
 				for i, c := range pf.Candidates {
@@ -189,7 +190,7 @@ func Prepare(ctx context.Context, in Input, opts Options, scopes map[k8sschema.G
 }
 
 // fixes finds and verifies the fixes of one problem.
-func (r *Repository) fixes(ctx context.Context, s *simulate.Setup, o *simulate.Object, opts Options, load Loader, read fix.Reader) *ProblemFixes {
+func (r *Repository) fixes(ctx context.Context, s *simulate.Setup, o *simulate.Object, opts Options, load Loader, files *fix.Files) *ProblemFixes {
 	pf := &ProblemFixes{Tool: s.Tool, Unit: s.Unit, Ref: o.Ref, Verdict: o.Verdict}
 	p := fix.Problem{Tool: s.Tool, Object: o, Source: o.Source, ArgoConfig: r.Settings.ArgoConfig, Admission: r.Base}
 	for _, u := range r.units {
@@ -213,7 +214,7 @@ func (r *Repository) fixes(ctx context.Context, s *simulate.Setup, o *simulate.O
 		}
 	}
 	pf.Problem = p
-	cands, skipped := fix.Candidates(p, read)
+	cands, skipped := fix.CandidatesFrom(p, files)
 	pf.Candidates = cands
 	pf.Notes = skipped
 	pf.Verdicts = make([]simulate.Verdict, len(cands))

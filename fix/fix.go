@@ -21,10 +21,12 @@
 package fix
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 
 	"github.com/pmezard/go-difflib/difflib"
 
@@ -128,10 +130,13 @@ type Reader func(path string) ([]byte, error)
 // A fix that cannot be written (no file to edit, an edit the YAML editor
 // refuses) is left out, with the reason in skipped.
 func Candidates(p Problem, read Reader) (out []*Candidate, skipped []string) {
-	if read == nil {
-		read = os.ReadFile
-	}
-	e := &editor{read: read, files: map[string]*yamledit.File{}}
+	return CandidatesFrom(p, NewFiles(read))
+}
+
+// CandidatesFrom is Candidates reading files through files, which parses
+// each file once for every problem given the same Files.
+func CandidatesFrom(p Problem, files *Files) (out []*Candidate, skipped []string) {
+	e := &editor{read: files.read, parsed: files, files: map[string]*yamledit.File{}}
 	o := p.Object
 	add := func(kind Kind, c *Candidate, err error) {
 		if err != nil {
@@ -228,9 +233,57 @@ func (p Problem) stored() ([]string, map[string]any) {
 	return fields, values
 }
 
+// Files reads the user's files for fixes and keeps each file parsed: every
+// fix edits a file of its own, and a file of thousands of documents took
+// longer to parse than the fix took to write. A file is read again every
+// time it is asked for, and parsed again when its content changed.
+// Files is safe for concurrent use.
+type Files struct {
+	read   Reader
+	mu     sync.Mutex
+	parsed map[string]parsedFile
+}
+
+type parsedFile struct {
+	data []byte
+	file *yamledit.File // never edited: callers get clones
+}
+
+// NewFiles reads files with read (os.ReadFile when nil).
+func NewFiles(read Reader) *Files {
+	if read == nil {
+		read = os.ReadFile
+	}
+	return &Files{read: read, parsed: map[string]parsedFile{}}
+}
+
+// parse reads path and returns its content and the file parsed from it, to
+// edit.
+func (fs *Files) parse(path string) (*yamledit.File, []byte, error) {
+	data, err := fs.read(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	fs.mu.Lock()
+	p, ok := fs.parsed[path]
+	fs.mu.Unlock()
+	if ok && bytes.Equal(p.data, data) {
+		return p.file.Clone(), data, nil
+	}
+	f, err := yamledit.Parse(path, data)
+	if err != nil {
+		return nil, nil, err
+	}
+	fs.mu.Lock()
+	fs.parsed[path] = parsedFile{data: bytes.Clone(data), file: f}
+	fs.mu.Unlock()
+	return f.Clone(), data, nil
+}
+
 // editor reads and edits files, keeping each file parsed once per fix.
 type editor struct {
 	read   Reader
+	parsed *Files
 	files  map[string]*yamledit.File
 	before map[string][]byte
 	// created holds files the fix creates.
@@ -238,18 +291,14 @@ type editor struct {
 }
 
 func (e *editor) fresh() *editor {
-	return &editor{read: e.read, files: map[string]*yamledit.File{}, before: map[string][]byte{}, created: map[string][]byte{}}
+	return &editor{read: e.read, parsed: e.parsed, files: map[string]*yamledit.File{}, before: map[string][]byte{}, created: map[string][]byte{}}
 }
 
 func (e *editor) file(path string) (*yamledit.File, error) {
 	if f, ok := e.files[path]; ok {
 		return f, nil
 	}
-	data, err := e.read(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	f, err := yamledit.Parse(path, data)
+	f, data, err := e.parsed.parse(path)
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,7 @@ func (d *decoder) decodeSections(name string, secs []section) {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	workers = min(workers, len(secs))
-	if workers <= 1 {
+	if workers <= 1 && d.opts.Memo == nil {
 		for _, sec := range secs {
 			if d.stopped {
 				return
@@ -86,12 +86,33 @@ func (d *decoder) decodeAhead(name string, sec section, reserve func(int) bool) 
 	if sec.badSeparator != "" || isBlankYAML(sec.data) {
 		return nil
 	}
-	r := &decoder{opts: d.opts, aliasLeft: d.opts.MaxAliasNodes, record: true, reserve: reserve}
-	r.opts.MaxDocuments = math.MaxInt
+	opts := d.opts
+	opts.MaxDocuments = math.MaxInt
+	memo := d.opts.Memo
+	var key [32]byte
+	var reserves []int
+	if memo != nil {
+		key = sectionKey(name, sec, opts)
+		if r := memo.remembered(key, opts, reserve); r != nil {
+			return r
+		}
+		next := reserve
+		reserve = func(n int) bool {
+			ok := next(n)
+			if ok {
+				reserves = append(reserves, n)
+			}
+			return ok
+		}
+	}
+	r := &decoder{opts: opts, aliasLeft: d.opts.MaxAliasNodes, record: true, reserve: reserve}
 	doc, lastLine := sectionDocument(sec)
 	r.guard(Source{File: name, Line: sec.line}, func() {
 		r.decodeYAMLDocument(name, doc, sec.line, lastLine)
 	})
+	if memo != nil {
+		memo.remember(key, len(sec.data), r, reserves)
+	}
 	return r
 }
 

@@ -15,13 +15,32 @@ func decodeWith(data []byte, opts Options, workers int) ([]Object, error) {
 	return d.result()
 }
 
+// sharedMemo is a Memo every sameDecoding call shares: sections of other
+// streams and other limits are in it.
+var sharedMemo = NewMemo()
+
 // sameDecoding fails when decoding data section by section on several
-// goroutines gives anything else than one after the other.
+// goroutines, or with sections remembered by a Memo (cold, then warm, then
+// one shared with other streams and limits), gives anything else than one
+// after the other.
 func sameDecoding(t *testing.T, data []byte, opts Options) {
 	t.Helper()
 	wantObjs, wantErr := decodeWith(data, opts, 1)
-	for _, workers := range []int{2, 5} {
-		objs, err := decodeWith(data, opts, workers)
+	memo := NewMemo()
+	for _, run := range []struct {
+		workers int
+		memo    *Memo
+	}{{2, nil}, {5, nil}, {1, memo}, {1, memo}, {2, memo}, {5, memo}, {1, sharedMemo}, {2, sharedMemo}} {
+		workers := run.workers
+		o := opts
+		o.Memo = run.memo
+		objs, err := decodeWith(data, o, workers)
+		if run.memo != nil && len(objs) > 0 {
+			// What a call returns is the caller's.
+			objs[0].Object.Object["mutated"] = true
+			objs[0].Raw = append(objs[0].Raw[:0], "mutated"...)
+			objs, err = decodeWith(data, o, workers)
+		}
 		if fmt.Sprint(err) != fmt.Sprint(wantErr) {
 			t.Fatalf("workers=%d: error\n%v\nwant\n%v", workers, err, wantErr)
 		}

@@ -63,6 +63,10 @@ type Options struct {
 	// makes "-" an error rather than silently reading os.Stdin, so that
 	// library callers decide explicitly.
 	Stdin io.Reader
+	// Memo, when set, remembers what each "---" section decoded to, so
+	// that decoding a file again with a few sections changed parses only
+	// those; results do not change.
+	Memo *Memo
 }
 
 // DefaultOptions returns the default limits: 16 MiB per file, 256 MiB per

@@ -114,6 +114,20 @@ func Parse(name string, data []byte) (f *File, err error) {
 	return f, nil
 }
 
+// Clone returns a File with f's content and edits, to edit on its own: a
+// parsed file can be cloned for every fix instead of parsed again. The
+// clone shares the documents' node trees with f, which is safe because
+// edits never change a node tree: an edited section is parsed into a new
+// one (editor.apply).
+func (f *File) Clone() *File {
+	c := &File{name: f.name, orig: f.orig, bom: f.bom, data: f.data, docs: make([]*document, len(f.docs))}
+	for i, d := range f.docs {
+		cp := *d
+		c.docs[i] = &cp
+	}
+	return c
+}
+
 func firstInvalidUTF8(b []byte) int {
 	for i := 0; i < len(b); {
 		r, n := utf8.DecodeRune(b[i:])

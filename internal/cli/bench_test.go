@@ -154,3 +154,23 @@ func TestWriteBenchRepo(t *testing.T) {
 	}
 	benchRepo(t, benchRepoSize())
 }
+
+// BenchmarkAdmitOne is the start-up of an admission chain: truce admit of
+// one Deployment against the 20 policies of benchRepo, in a process that
+// has already initialised its packages.
+//
+//	go test -run '^$' -bench 'BenchmarkAdmitOne' -benchtime 10x -cpuprofile cpu.prof ./internal/cli/
+func BenchmarkAdmitOne(b *testing.B) {
+	dir := benchRepo(b, 1)
+	b.ReportAllocs()
+	cpu := cpuTime()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		_, errOut, code := runTruce(b, "admit", "-f", filepath.Join(dir, "objects.yaml"), "-c", filepath.Join(dir, "policies.yaml"), "-o", "json")
+		if code == exitFailure {
+			b.Fatal(errOut)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
+}

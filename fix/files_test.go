@@ -1,0 +1,82 @@
+package fix
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/truce-dev/truce/admission"
+	"github.com/truce-dev/truce/cluster"
+	"github.com/truce-dev/truce/drift"
+	"github.com/truce-dev/truce/gitops"
+	"github.com/truce-dev/truce/manifest"
+	"github.com/truce-dev/truce/simulate"
+)
+
+// TestSharedFilesMatchFresh proposes fixes for several problems of the
+// same files through one Files, which parses each file once, and compares
+// every candidate with those of Candidates parsing afresh: a clone that
+// shared what an edit changes (document offsets after an edit that
+// changes a line's length), or a parse kept after the file changed, gives
+// other files.
+func TestSharedFilesMatchFresh(t *testing.T) {
+	api := strings.NewReplacer("web", "api", "storefront", "backend").Replace(web)
+	files := map[string]string{"app/web.yaml": web + "---\n" + api, "argocd/app.yaml": app, "cluster/policy.yaml": policy}
+	read := func(p string) ([]byte, error) {
+		if s, ok := files[p]; ok {
+			return []byte(s), nil
+		}
+		return nil, errNotExist
+	}
+	pol := objectsOf(t, "cluster/policy.yaml", policy)
+	problem := func(name string, line int) Problem {
+		ref := cluster.Ref{Namespace: "shop", Name: name}
+		ref.Group, ref.Version, ref.Kind = "apps", "v1", "Deployment"
+		const ptr = "/spec/template/spec/containers/0/image"
+		o := &simulate.Object{Ref: ref, InGit: true, Verdict: simulate.Loop,
+			Loop: &simulate.LoopInfo{Fields: []string{ptr}, Other: "MutatingAdmissionPolicy/mirror (binding mirror)", OtherKind: "admission",
+				OtherStep: &admission.Step{Kind: admission.PolicyStep, Name: "mirror", Binding: "mirror"}},
+			Drift: &drift.Object{Fields: []drift.Field{{Pointer: ptr, Desired: "nginx:1.27", Live: "registry.internal/nginx:1.27"}},
+				Desired: map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+					"containers": []any{map[string]any{"name": "nginx", "image": "nginx:1.27"}}}}}}}}
+		return Problem{Tool: "argocd", Object: o, Source: manifest.Source{File: "app/web.yaml", Line: line},
+			App:       &gitops.ArgoApplication{Name: "shop", Source: manifest.Source{File: "argocd/app.yaml", Line: 1}},
+			Admission: pol}
+	}
+	apiLine := strings.Count(web, "\n") + 2
+	shared := NewFiles(read)
+	for i, step := range []struct {
+		name string
+		line int
+		edit func()
+	}{
+		{"web", 1, nil},
+		{"api", apiLine, nil},
+		{"web", 1, nil},
+		{"api", apiLine, func() { files["app/web.yaml"] = "# moved\n" + files["app/web.yaml"] }},
+		{"web", 2, nil},
+	} {
+		if step.edit != nil {
+			step.edit()
+		}
+		if step.name == "api" && step.edit != nil {
+			step.line++
+		}
+		p := problem(step.name, step.line)
+		want, wantSkipped := Candidates(p, read)
+		got, gotSkipped := CandidatesFrom(p, shared)
+		if len(want) == 0 || len(want[0].Files) == 0 {
+			t.Fatalf("step %d: no candidates to compare (skipped %v)", i, wantSkipped)
+		}
+		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotSkipped, wantSkipped) {
+			for j := range min(len(got), len(want)) {
+				for path := range want[j].Files {
+					if string(got[j].Files[path]) != string(want[j].Files[path]) {
+						t.Errorf("step %d, %s, %s:\ngot:\n%s\nwant:\n%s", i, want[j].Kind, path, got[j].Files[path], want[j].Files[path])
+					}
+				}
+			}
+			t.Fatalf("step %d (%s): candidates differ from a fresh parse (%d vs %d; skipped %v vs %v)", i, step.name, len(got), len(want), gotSkipped, wantSkipped)
+		}
+	}
+}

@@ -1,0 +1,149 @@
+package manifest
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"hash"
+	"sync"
+)
+
+// Memo remembers what the "---" sections of files decoded to, for the
+// Decode and LoadPaths calls given it in Options.Memo, so that a file
+// decoded again with a few documents changed (truce check decodes the
+// file a fix edits for every candidate fix) parses only those. Results do
+// not change: a section is remembered by its bytes, file name, first line
+// and the options its decoding reads, and replayed through the same
+// budget accounting as a section decoded ahead (decodeSections), objects
+// copied. A Memo is safe for concurrent use.
+type Memo struct {
+	mu      sync.Mutex
+	entries map[[sha256.Size]byte]*memoEntry
+	// size is the bytes of the sections remembered.
+	size int
+}
+
+// A Memo forgets everything when it holds more than maxMemoEntries
+// sections or maxMemoBytes of them (DefaultMaxFileBytes: one file a fix
+// edits, whose decoded objects take several times that).
+const (
+	maxMemoEntries = 1 << 16
+	maxMemoBytes   = DefaultMaxFileBytes
+)
+
+// NewMemo returns an empty Memo.
+func NewMemo() *Memo {
+	return &Memo{entries: map[[sha256.Size]byte]*memoEntry{}}
+}
+
+// memoEntry is a section decoded ahead: what its decoder recorded, and
+// the alias budget it reserved from its batch, in order.
+type memoEntry struct {
+	objs      []Object
+	errs      []error
+	charges   []charge
+	aliasLeft int
+	stopped   bool
+	reserves  []int
+}
+
+// sectionKey digests what decoding sec of file name reads.
+func sectionKey(name string, sec section, opts Options) [sha256.Size]byte {
+	h := sha256.New()
+	str := func(s string) {
+		writeInt(h, int64(len(s)))
+		h.Write([]byte(s))
+	}
+	str(name)
+	writeInt(h, int64(sec.line))
+	writeInt(h, opts.MaxFileBytes)
+	writeInt(h, opts.MaxTotalBytes)
+	writeInt(h, int64(opts.MaxDepth))
+	writeInt(h, int64(opts.MaxAliasNodes))
+	str(opts.LimitNames.FileBytes)
+	str(opts.LimitNames.TotalBytes)
+	str(opts.LimitNames.Documents)
+	writeInt(h, int64(len(sec.data)))
+	h.Write(sec.data)
+	var k [sha256.Size]byte
+	h.Sum(k[:0])
+	return k
+}
+
+func writeInt(h hash.Hash, n int64) {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(n))
+	h.Write(b[:])
+}
+
+func (m *Memo) get(k [sha256.Size]byte) *memoEntry {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.entries[k]
+}
+
+func (m *Memo) put(k [sha256.Size]byte, size int, e *memoEntry) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.entries) >= maxMemoEntries || m.size+size > maxMemoBytes {
+		clear(m.entries)
+		m.size = 0
+	}
+	m.entries[k] = e
+	m.size += size
+}
+
+// copyObjects copies objs deeply: the caller owns what a decode returns.
+func copyObjects(objs []Object) []Object {
+	if objs == nil {
+		return nil
+	}
+	out := make([]Object, len(objs))
+	for i, o := range objs {
+		out[i] = o
+		if o.Object != nil {
+			out[i].Object = o.Object.DeepCopy()
+		}
+		out[i].Raw = bytes.Clone(o.Raw)
+	}
+	return out
+}
+
+// remembered returns the decoder of a section decoded ahead before, its
+// alias reservations replayed against this batch's budget (a refused one
+// defers the section, as it did when decoding it), or nil.
+func (m *Memo) remembered(k [sha256.Size]byte, opts Options, reserve func(int) bool) *decoder {
+	e := m.get(k)
+	if e == nil {
+		return nil
+	}
+	r := &decoder{opts: opts, record: true, reserve: reserve}
+	for _, n := range e.reserves {
+		if !reserve(n) {
+			r.deferred = true
+			return r
+		}
+	}
+	r.objs = copyObjects(e.objs)
+	r.errs = append([]error(nil), e.errs...)
+	r.charges = append([]charge(nil), e.charges...)
+	r.aliasLeft = e.aliasLeft
+	r.stopped = e.stopped
+	return r
+}
+
+// remember keeps what r, a section decoded ahead with reservations
+// reserves, decoded to; a deferred section is incomplete and not kept.
+func (m *Memo) remember(k [sha256.Size]byte, size int, r *decoder, reserves []int) {
+	if r.deferred {
+		return
+	}
+	m.put(k, size, &memoEntry{
+		objs:      copyObjects(r.objs),
+		errs:      append([]error(nil), r.errs...),
+		charges:   append([]charge(nil), r.charges...),
+		aliasLeft: r.aliasLeft,
+		stopped:   r.stopped,
+		reserves:  reserves,
+	})
+}

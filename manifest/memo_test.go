@@ -1,0 +1,30 @@
+package manifest
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// A Memo forgets everything when it is full, and decodes as before after.
+func TestMemoBounded(t *testing.T) {
+	var b strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c%d}\n", i)
+	}
+	data := []byte(b.String())
+	m := NewMemo()
+	opts := Options{Memo: m}
+	if _, err := decodeWith(data, opts, 2); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(m.entries); n != 20 {
+		t.Fatalf("%d sections remembered, want 20", n)
+	}
+	size := maxMemoBytes - m.size + 1 // one byte too many
+	m.put([32]byte{1}, size, &memoEntry{})
+	if n := len(m.entries); n != 1 || m.size != size {
+		t.Fatalf("a full memo kept %d sections (%d bytes)", n, m.size)
+	}
+	sameDecoding(t, data, opts)
+}
