@@ -12,7 +12,7 @@ IMAGE ?= ghcr.io/truce-dev/truce
 VERSION_PKG := github.com/truce-dev/truce/internal/version
 LDFLAGS := -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).commit=$(COMMIT)
 
-.PHONY: test unit lint e2e build helper kyverno-cli bench generate image release test-release
+.PHONY: test unit lint e2e build helper kyverno-cli gator bench generate image release test-release
 
 test: lint unit e2e test-release
 
@@ -33,6 +33,14 @@ helper:
 # $$TRUCE_KYVERNO_CLI and otherwise compares with its recorded answers.
 kyverno-cli:
 	cd engine/kyverno/helper && $(GO) build -o $(CURDIR)/bin/kyverno github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno
+
+# OPA Gatekeeper's CLI at the version go.mod pins, built as its own module
+# (with Gatekeeper's own dependencies, from the module proxy): the judge of
+# engine/gatekeeper's TestGator and TestLibrary, which compare with its
+# recorded answers in unit and ask it live in e2e through $$TRUCE_GATOR.
+# A cold build is about 13 CPU-minutes.
+gator:
+	sh hack/gator.sh $(CURDIR)/bin
 
 # The image, without a Docker daemon or a base image to download:
 # linux/amd64 and linux/arm64 static binaries on an empty base, user 65532.
@@ -71,12 +79,14 @@ $(TOOLS)/staticcheck:
 
 # The e2e suites start kube-apiserver v1.37.2 with etcd in-process; the first
 # build compiles kube-apiserver (~12 minutes on 2 cores, cached afterwards).
-# engine/kyverno's TestCLICorpus runs in unit against the kyverno CLI's
-# recorded answers; here it asks the CLI itself (bin/kyverno, built from
-# the helper's module), so the recordings cannot go stale.
-e2e: helper kyverno-cli
+# engine/kyverno's TestCLICorpus and engine/gatekeeper's TestGator and
+# TestLibrary run in unit against the engines' CLIs' recorded answers; here
+# they ask the CLIs themselves (bin/kyverno, built from the helper's module;
+# bin/gator), so the recordings cannot go stale.
+e2e: helper kyverno-cli gator
 	TRUCE_KYVERNO=$(CURDIR)/bin/truce-kyverno $(GO) test -tags e2e -count=1 -timeout 80m ./e2e/...
 	TRUCE_KYVERNO=$(CURDIR)/bin/truce-kyverno TRUCE_KYVERNO_CLI=$(CURDIR)/bin/kyverno $(GO) test -count=1 -timeout 30m -run TestCLICorpus ./engine/kyverno
+	TRUCE_GATOR=$(CURDIR)/bin/gator $(GO) test -count=1 -timeout 30m -run 'TestGator|TestLibrary' ./engine/gatekeeper
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./admission/
