@@ -397,19 +397,29 @@ func gvks(mapper meta.RESTMapper, s kindSpec) []k8sschema.GroupVersionKind {
 	return out
 }
 
-// Act implements simulate.Writer.
-func (w *generateWriter) Act(ctx context.Context, c cluster.Cluster) error {
+// listTriggers lists the objects of kinds (a rule's "group/Kind" entries)
+// in the cluster, in a stable order; what names the rule in errors.
+func listTriggers(ctx context.Context, c cluster.Cluster, kinds []string, what string) ([]*unstructured.Unstructured, error) {
 	var triggers []*unstructured.Unstructured
-	for _, k := range w.rule.Kinds {
+	for _, k := range kinds {
 		for _, gvk := range gvks(c.RESTMapper(), parseKind(k)) {
 			objs, err := c.List(ctx, gvk, "")
 			if err != nil {
-				return fmt.Errorf("listing %s, the triggers of %s: %w", gvk.Kind, w.Describe(), err)
+				return nil, fmt.Errorf("listing %s, the triggers of %s: %w", gvk.Kind, what, err)
 			}
 			triggers = append(triggers, objs...)
 		}
 	}
 	sort.Slice(triggers, func(i, j int) bool { return cluster.RefOf(triggers[i]).String() < cluster.RefOf(triggers[j]).String() })
+	return triggers, nil
+}
+
+// Act implements simulate.Writer.
+func (w *generateWriter) Act(ctx context.Context, c cluster.Cluster) error {
+	triggers, err := listTriggers(ctx, c, w.rule.Kinds, w.Describe())
+	if err != nil {
+		return err
+	}
 	var objects []json.RawMessage
 	loaded := false
 	for _, t := range triggers {
@@ -506,6 +516,11 @@ func (w *generateWriter) objects(ctx context.Context, c cluster.Cluster) ([]json
 			return nil, err
 		}
 	}
+	return rawObjects(objs)
+}
+
+// rawObjects encodes objs for the helper.
+func rawObjects(objs []*unstructured.Unstructured) ([]json.RawMessage, error) {
 	out := make([]json.RawMessage, 0, len(objs))
 	for _, o := range objs {
 		raw, err := json.Marshal(o.Object)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
@@ -78,17 +77,10 @@ func (w *mutateWriter) Watches(ref cluster.Ref) bool {
 
 // Act implements simulate.Writer.
 func (w *mutateWriter) Act(ctx context.Context, c cluster.Cluster) error {
-	var triggers []*unstructured.Unstructured
-	for _, k := range w.rule.Kinds {
-		for _, gvk := range gvks(c.RESTMapper(), parseKind(k)) {
-			objs, err := c.List(ctx, gvk, "")
-			if err != nil {
-				return fmt.Errorf("listing %s, the triggers of %s: %w", gvk.Kind, w.Describe(), err)
-			}
-			triggers = append(triggers, objs...)
-		}
+	triggers, err := listTriggers(ctx, c, w.rule.Kinds, w.Describe())
+	if err != nil {
+		return err
 	}
-	sort.Slice(triggers, func(i, j int) bool { return cluster.RefOf(triggers[i]).String() < cluster.RefOf(triggers[j]).String() })
 	for _, t := range triggers {
 		prev, processed := w.seen[t.GetUID()]
 		if processed && prev == t.GetResourceVersion() {
@@ -141,21 +133,15 @@ func logErrors(who string, errs []string) {
 // objects are the live objects of the targets' kinds, which Kyverno's
 // processor lists.
 func (w *mutateWriter) objects(ctx context.Context, c cluster.Cluster) ([]json.RawMessage, error) {
-	var out []json.RawMessage
+	var all []*unstructured.Unstructured
 	for _, k := range w.rule.Targets {
 		for _, gvk := range gvks(c.RESTMapper(), parseKind(k)) {
 			objs, err := c.List(ctx, gvk, "")
 			if err != nil {
 				return nil, fmt.Errorf("listing %s, the targets of %s: %w", gvk.Kind, w.Describe(), err)
 			}
-			for _, o := range objs {
-				raw, err := json.Marshal(o.Object)
-				if err != nil {
-					return nil, err
-				}
-				out = append(out, raw)
-			}
+			all = append(all, objs...)
 		}
 	}
-	return out, nil
+	return rawObjects(all)
 }

@@ -13,13 +13,8 @@ import (
 	"github.com/kyverno/kyverno/pkg/autogen"
 	"github.com/kyverno/kyverno/pkg/background/common"
 	"github.com/kyverno/kyverno/pkg/background/generate"
-	"github.com/kyverno/kyverno/pkg/engine"
-	"github.com/kyverno/kyverno/pkg/engine/adapters"
 	engineapi "github.com/kyverno/kyverno/pkg/engine/api"
-	"github.com/kyverno/kyverno/pkg/engine/context/resolvers"
-	"github.com/kyverno/kyverno/pkg/engine/factories"
 	"github.com/kyverno/kyverno/pkg/engine/jmespath"
-	imageverifycache "github.com/kyverno/kyverno/pkg/image/verification/cache"
 	"github.com/truce-dev/truce/engine/kyverno/helper/protocol"
 	admissionv1 "k8s.io/api/admission/v1"
 )
@@ -65,20 +60,11 @@ func runGenerate(ctx context.Context, req *protocol.BackgroundRequest) (*protoco
 		return resp, nil
 	}
 	jp := jmespath.New(configuration)
-	cmResolver, err := resolvers.NewClientBasedResolver(kubeClient)
+	// Kyverno's background controller reads no PolicyExceptions here.
+	eng, err := newEngine(configuration, jp, client, kubeClient, nil)
 	if err != nil {
 		return nil, err
 	}
-	eng := engine.NewEngine(
-		configuration,
-		jp,
-		adapters.Client(client),
-		factories.DefaultRegistryClientFactory(adapters.RegistryClient(offlineRegistry{}), nil),
-		imageverifycache.DisabledImageVerifyCache(),
-		factories.DefaultContextLoaderFactory(cmResolver),
-		nil,
-		nil,
-	)
 	controller := generate.NewGenerateControllerWithOnlyClient(client, eng)
 	logger := logr.Discard()
 	urContext := kyvernov2.UpdateRequestSpecContext{

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/truce-dev/truce/engine/kyverno/helper/protocol"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -23,6 +22,7 @@ import (
 	policycachecontroller "github.com/kyverno/kyverno/pkg/controllers/policycache"
 	"github.com/kyverno/kyverno/pkg/engine"
 	"github.com/kyverno/kyverno/pkg/engine/adapters"
+	engineapi "github.com/kyverno/kyverno/pkg/engine/api"
 	"github.com/kyverno/kyverno/pkg/engine/context/resolvers"
 	"github.com/kyverno/kyverno/pkg/engine/factories"
 	"github.com/kyverno/kyverno/pkg/engine/jmespath"
@@ -42,9 +42,12 @@ import (
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
 	rbacv1listers "k8s.io/client-go/listers/rbac/v1"
+
+	"github.com/truce-dev/truce/engine/kyverno/helper/protocol"
 )
 
 // Kyverno's service account names in a default Helm install (release
@@ -279,22 +282,12 @@ func buildSet(parent context.Context, req *protocol.LoadRequest) (ps *policySet,
 	}
 
 	jp := jmespath.New(configuration)
-	cmResolver, err := resolvers.NewClientBasedResolver(kubeClient)
+	// PolicyExceptions are read from every namespace: a repository
+	// that carries them runs Kyverno with --enablePolicyException.
+	eng, err := newEngine(configuration, jp, client, kubeClient, exceptions.New(peLister))
 	if err != nil {
 		return nil, err
 	}
-	eng := engine.NewEngine(
-		configuration,
-		jp,
-		adapters.Client(client),
-		factories.DefaultRegistryClientFactory(adapters.RegistryClient(offlineRegistry{}), nil),
-		imageverifycache.DisabledImageVerifyCache(),
-		factories.DefaultContextLoaderFactory(cmResolver),
-		// PolicyExceptions are read from every namespace: a repository
-		// that carries them runs Kyverno with --enablePolicyException.
-		exceptions.New(peLister),
-		nil,
-	)
 	resourceHandlers := webhooksresource.NewHandlers(
 		eng, client, kyvernoClient, configuration, metrics.NewFakeMetricsConfig(), pcache,
 		nsLister, urLister, cpolInformer, polInformer,
@@ -376,4 +369,24 @@ func newMux(configuration config.Configuration, rh webhooks.ResourceHandlers, rb
 	cel("/mpol", rh.MutatingPolicies)
 	cel("/nmpol", rh.NamespacedMutatingPolicies)
 	return mux
+}
+
+// newEngine builds Kyverno's engine over the helper's fake clients, as
+// Kyverno's controllers build it: registry access offline, image
+// verification cache off, context loaded through kubeClient.
+func newEngine(configuration config.Configuration, jp jmespath.Interface, client dclient.Interface, kubeClient kubernetes.Interface, exceptionSelector engineapi.PolicyExceptionSelector) (engineapi.Engine, error) {
+	cmResolver, err := resolvers.NewClientBasedResolver(kubeClient)
+	if err != nil {
+		return nil, err
+	}
+	return engine.NewEngine(
+		configuration,
+		jp,
+		adapters.Client(client),
+		factories.DefaultRegistryClientFactory(adapters.RegistryClient(offlineRegistry{}), nil),
+		imageverifycache.DisabledImageVerifyCache(),
+		factories.DefaultContextLoaderFactory(cmResolver),
+		exceptionSelector,
+		nil,
+	), nil
 }
