@@ -204,8 +204,9 @@ func compileMutators(ctx context.Context, in *Input) ([]*unit, []admission.Probe
 		if len(bindings) == 0 {
 			continue
 		}
-		objs := append(append(append([]*unstructured.Unstructured{}, base...), p.Object), bindings...)
 		all = append(append(all, bindings...), p.Object)
+		// A unit reviews probes: the repository's workloads are not read.
+		objs := admission.ReviewObjects(append(append(append([]*unstructured.Unstructured{}, base...), p.Object), bindings...))
 		state, err := admission.NewState(objs...)
 		if err != nil {
 			continue
