@@ -109,6 +109,10 @@ type Chain struct {
 	memo *memo
 	// engineWatches are kinds the installed engines read (Installation.Watches).
 	engineWatches map[k8sschema.GroupKind]bool
+	// celEnv is celEnvironment() when the chain was built: the feature
+	// gates do not change under a chain, and reading them all for every
+	// policy stored was a tenth of building a chain.
+	celEnv string
 }
 
 // NewChain compiles the admission configuration in state. The chain keeps
@@ -157,6 +161,7 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 		memo:     newMemo(state, names, opts),
 
 		engineWatches: watches,
+		celEnv:        celEnvironment(),
 
 		customResources: map[k8sschema.GroupVersionResource]*customResource{},
 		fieldManagers:   map[k8sschema.GroupVersionResource]*managedfields.FieldManager{},

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"fmt"
+	"sync"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -39,6 +40,30 @@ func keyOf(u *unstructured.Unstructured) objectKey {
 // what controllers that always run create (a "default" ServiceAccount per
 // namespace), then the given objects.
 func NewState(objs ...*unstructured.Unstructured) (*State, error) {
+	sys, err := systemState()
+	if err != nil {
+		return nil, err
+	}
+	s := &State{objects: make(map[objectKey]*unstructured.Unstructured, len(sys.objects)+len(objs)), system: make(map[objectKey]bool, len(sys.system))}
+	s.order = append(make([]objectKey, 0, len(sys.order)+len(objs)), sys.order...)
+	for k, o := range sys.objects {
+		s.objects[k] = o.DeepCopy()
+	}
+	for k := range sys.system {
+		s.system[k] = true
+	}
+	for _, o := range objs {
+		if err := s.Put(o); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// systemState is what every state starts with, in its stored form; built
+// once per process (converting and defaulting the bootstrap policy was a
+// third of building a state) and copied into each state.
+var systemState = sync.OnceValues(func() (*State, error) {
 	s := &State{objects: map[objectKey]*unstructured.Unstructured{}, system: map[objectKey]bool{}}
 	var system []*unstructured.Unstructured
 	for _, ns := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
@@ -52,13 +77,8 @@ func NewState(objs ...*unstructured.Unstructured) (*State, error) {
 	for k := range s.objects {
 		s.system[k] = true
 	}
-	for _, o := range objs {
-		if err := s.Put(o); err != nil {
-			return nil, err
-		}
-	}
 	return s, nil
-}
+})
 
 // Put adds or replaces an object. A Namespace also gets its "default"
 // ServiceAccount, as the serviceaccount controller would create it.

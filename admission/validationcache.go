@@ -52,7 +52,7 @@ func (v *validatedPolicy) Validate(ctx context.Context, obj runtime.Object) fiel
 		// Not storing the state: the writer's authorization counts.
 		return v.Strategy.Validate(ctx, obj)
 	}
-	key, ok := validationKey(v.kind, obj)
+	key, ok := validationKey(v.kind, obj, v.chain.celEnv)
 	if !ok {
 		return v.Strategy.Validate(ctx, obj)
 	}
@@ -79,8 +79,8 @@ func (v *validatedPolicyResetFields) GetResetFields() map[fieldpath.APIVersion]*
 
 // validationKey digests what a policy's validation reads: the whole object
 // but the uid and creation time the create just made up. Policies with a
-// paramKind have no key.
-func validationKey(kind string, obj runtime.Object) (cacheKey, bool) {
+// paramKind have no key. env is celEnvironment().
+func validationKey(kind string, obj runtime.Object, env string) (cacheKey, bool) {
 	obj = obj.DeepCopyObject()
 	acc, err := meta.Accessor(obj)
 	if err != nil {
@@ -100,5 +100,5 @@ func validationKey(kind string, obj runtime.Object) (cacheKey, bool) {
 	if json.Unmarshal(b, &spec) != nil || spec.Spec.ParamKind != nil {
 		return cacheKey{}, false
 	}
-	return cacheKey{kind: "Validated" + kind, digest: sha256.Sum256(append(b, celEnvironment()...))}, true
+	return cacheKey{kind: "Validated" + kind, digest: sha256.Sum256(append(b, env...))}, true
 }
