@@ -15,7 +15,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/cluster"
@@ -56,6 +55,9 @@ type Options struct {
 	// Progress, when set, hears which unit is being simulated and which
 	// fix verified.
 	Progress progress.Sink
+	// Workers is how many problems have their fixes verified at a time
+	// (GOMAXPROCS when 0).
+	Workers int
 }
 
 // Repository is a repository taken apart: what the GitOps tool applies,
@@ -71,7 +73,7 @@ type Repository struct {
 	writers []manifest.Object
 	detect  bool
 	// scopes caches which kinds are namespaced.
-	scopes map[k8sschema.GroupKind]bool
+	scopes *Scopes
 	// Findings are problems in the settings.
 	Findings []report.Finding
 	// units are those the repository was read through (render/world).

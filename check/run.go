@@ -6,12 +6,10 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	"github.com/truce-dev/truce/cluster"
 	"github.com/truce-dev/truce/fix"
-	"github.com/truce-dev/truce/progress"
 	"github.com/truce-dev/truce/report"
 	"github.com/truce-dev/truce/simulate"
 )
@@ -72,18 +70,19 @@ func Check(ctx context.Context, in Input, opts Options, load Loader, read fix.Re
 	if err != nil {
 		return nil, err
 	}
-	problems, verified := 0, 0
-	for _, res := range results {
-		if res == nil {
+	files := fix.NewFiles(read)
+	var problems []problem
+	for i, s := range todo {
+		if results[i] == nil {
 			continue
 		}
-		for _, o := range res.Objects {
+		for _, o := range results[i].Objects {
 			if o.Verdict.Problem() {
-				problems++
+				problems = append(problems, problem{s, o})
 			}
 		}
 	}
-	files := fix.NewFiles(read)
+	fixes := repo.verifyAll(ctx, problems, opts, load, files)
 	for i, s := range todo {
 		res := results[i]
 		if res == nil {
@@ -94,11 +93,8 @@ func Check(ctx context.Context, in Input, opts Options, load Loader, read fix.Re
 		for _, o := range res.Objects {
 			ro := reportObject(o, res)
 			if o.Verdict.Problem() {
-				if load != nil {
-					progress.Report(opts.Progress, progress.Event{Stage: progress.Verifying, Done: verified, Total: problems, Unit: o.Ref.String()})
-				}
-				verified++
-				pf := repo.fixes(ctx, s, o, opts, load, files)
+				pf := fixes[0]
+				fixes = fixes[1:]
 				out.Problems = append(out.Problems, pf)
 				ro.Notes = pf.Notes
 				for i, c := range pf.Candidates {
@@ -137,7 +133,7 @@ func notSimulated(in Input, s *simulate.Setup) report.Run {
 // namespace the one the API server would: "default". scopes caches which
 // kinds are namespaced (filled in; nil to start afresh), so that checking
 // again after a fix needs no cluster for it.
-func Prepare(ctx context.Context, in Input, opts Options, scopes map[k8sschema.GroupKind]bool) (*Repository, error) {
+func Prepare(ctx context.Context, in Input, opts Options, scopes *Scopes) (*Repository, error) {
 	repo, err := Split(in)
 	if err != nil {
 		return nil, err
@@ -147,14 +143,14 @@ func Prepare(ctx context.Context, in Input, opts Options, scopes map[k8sschema.G
 		return nil, err
 	}
 	if scopes == nil {
-		scopes = map[k8sschema.GroupKind]bool{}
+		scopes = &Scopes{}
 	}
 	repo.scopes = scopes
 	var mapper meta.RESTMapper
 	kept := repo.Desired[:0]
 	for _, d := range repo.Desired {
 		gvk := d.Object.GroupVersionKind()
-		namespaced, known := scopes[gvk.GroupKind()]
+		namespaced, known := scopes.get(gvk.GroupKind())
 		if !known {
 			if mapper == nil {
 				cctx, cancel := context.WithCancel(ctx)
@@ -176,7 +172,7 @@ func Prepare(ctx context.Context, in Input, opts Options, scopes map[k8sschema.G
 				continue
 			}
 			namespaced = m.Scope.Name() == meta.RESTScopeNameNamespace
-			scopes[gvk.GroupKind()] = namespaced
+			scopes.set(gvk.GroupKind(), namespaced)
 		}
 		if namespaced && d.Object.GetNamespace() == "" {
 			o := d.Object.DeepCopy()

@@ -1,0 +1,134 @@
+package check
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/truce-dev/truce/manifest"
+	"github.com/truce-dev/truce/render/world"
+	"github.com/truce-dev/truce/simulate"
+)
+
+// uids masks what each simulation makes up afresh (uids, times).
+var uids = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
+
+// TestWorkersAgree: verifying the fixes of several problems at a time
+// gives the outcome of verifying them one after another — the report, and
+// every candidate's verdict and files — on repositories whose fixes edit
+// plain manifests, Helm values and kustomizations.
+func TestWorkersAgree(t *testing.T) {
+	ctx := context.Background()
+	plain := func(t *testing.T) (Request, string) {
+		dir := filepath.Join("..", "examples", "image-mirror")
+		objs, err := manifest.LoadPaths(ctx, []string{dir}, manifest.DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := Sources{Repository: []string{dir}}
+		return Request{Input: Input{Repository: objs}, Sources: src, Verify: true}, dir
+	}
+	helm := func(t *testing.T) (Request, string) {
+		root := t.TempDir()
+		if err := copyTree(filepath.Join("testdata", "helm-mirror"), root); err != nil {
+			t.Fatal(err)
+		}
+		opts := offlineOptions(t, root, "https://git.example.com/platform.git")
+		cluster := []string{filepath.Join(root, "cluster")}
+		// One directory with two Applications: a Helm chart's and a
+		// kustomization's.
+		apps := []string{filepath.Join(root, "apps")}
+		web, err := os.ReadFile(filepath.Join(root, "apps-kustomize", "web.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, "apps", "web.yaml"), web, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cl, err := manifest.LoadPaths(ctx, cluster, manifest.DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws, err := world.Load(ctx, apps, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := Sources{Repository: apps, Cluster: cluster}
+		return Request{Input: WorldInput(ws[0], cl), Sources: src, Verify: true, Load: WorldLoader(testWorkspace(t), apps, 0, opts, src, cl)}, root
+	}
+	for _, tc := range []struct {
+		name string
+		req  func(*testing.T) (Request, string)
+	}{{"plain manifests", plain}, {"helm and kustomize", helm}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var outs [2]string
+			problems := 0
+			for i, workers := range []int{1, 4} {
+				req, root := tc.req(t)
+				req.Options.Workers = workers
+				got, err := Run(ctx, req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				problems = len(got.Problems)
+				// Each object's fixes are its own.
+				var reported []string
+				for _, run := range got.Report.Runs {
+					for _, o := range run.Objects {
+						if simulate.Verdict(o.Verdict).Problem() {
+							reported = append(reported, o.Object)
+						}
+					}
+				}
+				var fixed []string
+				for _, p := range got.Problems {
+					fixed = append(fixed, p.Ref.String())
+				}
+				if !slices.Equal(reported, fixed) {
+					t.Fatalf("%d workers: problems %v, fixes of %v", workers, reported, fixed)
+				}
+				outs[i] = strings.ReplaceAll(outcomeText(t, got), root, "ROOT")
+			}
+			if problems < 2 {
+				t.Fatalf("%d problems: too few to verify at a time", problems)
+			}
+			if outs[0] != outs[1] {
+				t.Errorf("one worker:\n%s\nfour workers:\n%s", outs[0], outs[1])
+			}
+		})
+	}
+}
+
+// outcomeText is what an outcome says, made-up values masked.
+func outcomeText(t *testing.T, o *Outcome) string {
+	t.Helper()
+	type cand struct {
+		Kind, Verdict string
+		Files         map[string]string
+	}
+	var fixes [][]cand
+	for _, p := range o.Problems {
+		var cs []cand
+		for i, c := range p.Candidates {
+			files := map[string]string{}
+			for f, b := range c.Files {
+				files[filepath.Base(f)] = string(b)
+			}
+			cs = append(cs, cand{string(c.Kind), string(p.Verdicts[i]), files})
+		}
+		fixes = append(fixes, cs)
+	}
+	b, err := json.MarshalIndent(struct {
+		Report any
+		Fixes  any
+	}{o.Report, fixes}, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return uids.ReplaceAllString(string(b), "X")
+}
