@@ -51,10 +51,14 @@ func sortCEL(objs []runtime.Object) *celObjects {
 		// engines, as their reconcilers leave it out
 		// (pkg/cel/policies/{vpol,mpol}/engine/reconciler.go): the API
 		// server evaluates it.
-		if g, ok := o.(interface{ GetStatus() *policiesv1beta1.ValidatingPolicyStatus }); ok && g.GetStatus().Generated {
+		if g, ok := o.(interface {
+			GetStatus() *policiesv1beta1.ValidatingPolicyStatus
+		}); ok && g.GetStatus().Generated {
 			continue
 		}
-		if g, ok := o.(interface{ GetStatus() *policiesv1beta1.MutatingPolicyStatus }); ok && g.GetStatus().Generated {
+		if g, ok := o.(interface {
+			GetStatus() *policiesv1beta1.MutatingPolicyStatus
+		}); ok && g.GetStatus().Generated {
 			continue
 		}
 		switch p := o.(type) {
