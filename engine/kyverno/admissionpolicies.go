@@ -56,7 +56,7 @@ func installFlags(objs []*unstructured.Unstructured, explicit *AdmissionPolicyFl
 			} {
 				v, ok, err := flagValue(args, name)
 				if err != nil {
-					return flags, fmt.Errorf("Deployment %s/%s, the Kyverno installation: %w", o.GetNamespace(), o.GetName(), err)
+					return flags, fmt.Errorf("the Kyverno installation (Deployment %s/%s): %w", o.GetNamespace(), o.GetName(), err)
 				}
 				if ok {
 					*into = v

@@ -25,7 +25,7 @@ func TestInstallFlags(t *testing.T) {
 		{name: "value as the next argument", args: `["--generateValidatingAdmissionPolicy", "false"]`, want: AdmissionPolicyFlags{}},
 		{name: "explicit wins", args: `["--generateValidatingAdmissionPolicy=false"]`, explicit: &helm, want: helm},
 		{name: "not a boolean", args: `["--generateMutatingAdmissionPolicy=yes please"]`,
-			wantErr: "Deployment kyverno/kyverno-admission-controller, the Kyverno installation: flag --generateMutatingAdmissionPolicy=yes please"},
+			wantErr: "the Kyverno installation (Deployment kyverno/kyverno-admission-controller): flag --generateMutatingAdmissionPolicy=yes please"},
 		{name: "no value", args: `["--generateMutatingAdmissionPolicy"]`, wantErr: "without a value"},
 	}
 	for _, tt := range tests {
