@@ -2,13 +2,17 @@ package kyverno
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Kyverno's controller flags for turning policies into the API server's
@@ -156,6 +160,7 @@ func (e *Engine) admissionPolicies(ctx context.Context, objs []*unstructured.Uns
 		if !generatorInput(o) {
 			continue
 		}
+		o = withUID(o)
 		raw, err := json.Marshal(o.Object)
 		if err != nil {
 			return nil, err
@@ -169,15 +174,15 @@ func (e *Engine) admissionPolicies(ctx context.Context, objs []*unstructured.Uns
 	if err != nil {
 		return nil, err
 	}
-	resp, err := e.h.call(ctx, &request{Op: "admissionPolicies", AdmissionPolicies: body})
+	ap, err := e.generated.get(body, func() (json.RawMessage, error) {
+		resp, err := e.h.call(ctx, &request{Op: "admissionPolicies", AdmissionPolicies: body})
+		if err != nil {
+			return nil, err
+		}
+		return resp.AdmissionPolicies, nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	var ap admissionPolicyResponse
-	if len(resp.AdmissionPolicies) > 0 {
-		if err := json.Unmarshal(resp.AdmissionPolicies, &ap); err != nil {
-			return nil, fmt.Errorf("decoding the Kyverno helper's admission policies: %w", err)
-		}
 	}
 	for _, raw := range ap.Objects {
 		u := &unstructured.Unstructured{}
@@ -214,5 +219,58 @@ func (g *generatedPolicies) withGeneratedStatus(o *unstructured.Unstructured) *u
 		path = []string{"status", "validatingadmissionpolicy", "generated"}
 	}
 	_ = unstructured.SetNestedField(c.Object, true, path...)
+	return c
+}
+
+// generatorCache remembers the generator's answers by request: the chain is
+// rebuilt for every change of the cluster's configuration (each round of
+// `truce check`), mostly with the same policies, and the answer depends on
+// the request alone.
+type generatorCache struct {
+	mu      sync.Mutex
+	answers map[[sha256.Size]byte]*admissionPolicyResponse
+}
+
+func (c *generatorCache) get(body []byte, call func() (json.RawMessage, error)) (*admissionPolicyResponse, error) {
+	key := sha256.Sum256(body)
+	c.mu.Lock()
+	ap, ok := c.answers[key]
+	c.mu.Unlock()
+	if ok {
+		return ap, nil
+	}
+	raw, err := call()
+	if err != nil {
+		return nil, err
+	}
+	ap = &admissionPolicyResponse{}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, ap); err != nil {
+			return nil, fmt.Errorf("decoding the Kyverno helper's admission policies: %w", err)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.answers == nil {
+		c.answers = map[[sha256.Size]byte]*admissionPolicyResponse{}
+	}
+	c.answers[key] = ap
+	return ap, nil
+}
+
+// withUID returns o with a UID: Kyverno's generator makes the policy the
+// owner of what it generates, and the API server refuses an owner
+// reference without one. A policy truce reads from a repository or a
+// manifest has none (the API server gives it one when it stores it), so it
+// gets a stand-in derived from its kind, namespace and name: stable
+// across runs, unlike the real one, which only the cluster knows.
+func withUID(o *unstructured.Unstructured) *unstructured.Unstructured {
+	if o.GetUID() != "" {
+		return o
+	}
+	sum := sha256.Sum256([]byte(o.GroupVersionKind().GroupKind().String() + "/" + o.GetNamespace() + "/" + o.GetName()))
+	h := hex.EncodeToString(sum[:16])
+	c := o.DeepCopy()
+	c.SetUID(types.UID(h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]))
 	return c
 }

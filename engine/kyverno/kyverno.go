@@ -96,6 +96,8 @@ type Engine struct {
 	crds    []*unstructured.Unstructured
 	initErr error
 	docs    docCache
+	// generated remembers Kyverno's admission policy generator's answers.
+	generated generatorCache
 }
 
 // Options configure an Engine.

@@ -288,6 +288,13 @@ func generatedObjects(ctx context.Context, kube *kubefake.Clientset) ([]json.Raw
 			objs = append(objs, &l.Items[i])
 		}
 	}
+	// In a stable order (the fake tracker lists in no particular one), so
+	// the same policies give the same answer.
+	sort.SliceStable(objs, func(i, j int) bool {
+		a, _ := meta.Accessor(objs[i])
+		b, _ := meta.Accessor(objs[j])
+		return a.GetName() < b.GetName()
+	})
 	var out []json.RawMessage
 	for _, o := range objs {
 		gvks, _, err := scheme.Scheme.ObjectKinds(o)
@@ -341,6 +348,12 @@ func generatorStatuses(ctx context.Context, kyverno *kyvernofake.Clientset) ([]p
 			out = append(out, protocol.AdmissionPolicyStatus{Kind: "MutatingPolicy", Name: p.Name, Generated: p.Status.Generated, Message: msg})
 		}
 	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Kind != out[j].Kind {
+			return out[i].Kind < out[j].Kind
+		}
+		return out[i].Name < out[j].Name
+	})
 	return out, nil
 }
 
