@@ -170,6 +170,25 @@ func TestAdmissionPolicyGeneration(t *testing.T) {
 			{object: cm("c", "team: a"), allowed: true},
 		},
 	}, {
+		// Kyverno folds a CEL PolicyException into the generated policy as
+		// a negated match condition.
+		name: "ValidatingPolicy with a CEL PolicyException",
+		cluster: []string{namespaces, vpolRequireTeam("team", "", "v1", "configmaps", "true"), `
+apiVersion: policies.kyverno.io/v1
+kind: PolicyException
+metadata: {name: legacy, namespace: apps}
+spec:
+  policyRefs: [{name: team, kind: ValidatingPolicy}]
+  matchConditions:
+  - {name: legacy, expression: "object.metadata.name == 'legacy'"}
+`},
+		generated:     []string{"ValidatingAdmissionPolicy/vpol-team"},
+		notWebhookFor: []string{"/vpol/team"},
+		admits: []admit{
+			{object: cm("c", "k: v"), message: "ValidatingAdmissionPolicy 'vpol-team' with binding 'vpol-team-binding' denied request"},
+			{object: cm("legacy", "k: v"), allowed: true},
+		},
+	}, {
 		// Pods get pod controller autogen, which Kyverno's generator
 		// refuses ("pod controllers autogen is enabled").
 		name:       "ValidatingPolicy on Pods is refused and stays in the webhook",
