@@ -98,6 +98,7 @@ var _ simulate.BackgroundEngine = (*Engine)(nil)
 // controller runs them.
 func (e *Engine) Background(ctx context.Context, objs []*unstructured.Unstructured) (simulate.Background, error) {
 	var policies, mutating []json.RawMessage
+	var mutatingObjs []*unstructured.Unstructured
 	kinds := map[k8sschema.GroupVersionKind]bool{}
 	for _, o := range objs {
 		gvk := o.GroupVersionKind()
@@ -105,11 +106,7 @@ func (e *Engine) Background(ctx context.Context, objs []*unstructured.Unstructur
 			kinds[gvk] = true
 		}
 		if mutatingPolicyKinds[gvk.GroupKind()] && mutatesExisting(o) {
-			raw, err := json.Marshal(o.Object)
-			if err != nil {
-				return nil, err
-			}
-			mutating = append(mutating, raw)
+			mutatingObjs = append(mutatingObjs, o)
 			continue
 		}
 		legacy := gvk.Group == GroupLegacy && (gvk.Kind == "ClusterPolicy" || gvk.Kind == "Policy") && hasGenerate(o)
@@ -122,7 +119,7 @@ func (e *Engine) Background(ctx context.Context, objs []*unstructured.Unstructur
 		}
 		policies = append(policies, raw)
 	}
-	if len(policies) == 0 && len(mutating) == 0 {
+	if len(policies) == 0 && len(mutatingObjs) == 0 {
 		return &background{}, nil
 	}
 	if err := e.init(); err != nil {
@@ -131,6 +128,28 @@ func (e *Engine) Background(ctx context.Context, objs []*unstructured.Unstructur
 	reg, err := registry(append(objs, e.crds...))
 	if err != nil {
 		return nil, err
+	}
+	if len(mutatingObjs) > 0 {
+		// A MutatingPolicy Kyverno turned into a MutatingAdmissionPolicy
+		// never reaches its webhook, so no admission creates the
+		// UpdateRequest that mutates existing objects.
+		gen, err := e.admissionPolicies(ctx, objs, &loadRequest{Resources: discovery(reg)})
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range mutatingObjs {
+			if o.GetNamespace() == "" && gen.generated[o.GetKind()+"/"+o.GetName()] {
+				continue
+			}
+			raw, err := json.Marshal(o.Object)
+			if err != nil {
+				return nil, err
+			}
+			mutating = append(mutating, raw)
+		}
+	}
+	if len(policies) == 0 && len(mutating) == 0 {
+		return &background{}, nil
 	}
 	b := &background{h: e.h, policies: policies, mutating: mutating, resources: discovery(reg)}
 	for k := range kinds {

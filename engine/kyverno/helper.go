@@ -30,7 +30,7 @@ const HelperEnv = "TRUCE_KYVERNO"
 const LogEnv = "TRUCE_KYVERNO_LOG"
 
 // protocolVersion must match the helper's ProtocolVersion.
-const protocolVersion = 3
+const protocolVersion = 4
 
 // FindHelper returns the helper's path: $TRUCE_KYVERNO, else next to the
 // running executable, else on PATH.
@@ -65,6 +65,8 @@ type request struct {
 	Set    string         `json:"set,omitempty"`
 	// Generate is a generateRequest, encoded by its caller.
 	Generate json.RawMessage `json:"generate,omitempty"`
+	// AdmissionPolicies is an admissionPolicyRequest.
+	AdmissionPolicies json.RawMessage `json:"admissionPolicies,omitempty"`
 }
 
 type loadRequest struct {
@@ -90,6 +92,8 @@ type response struct {
 	Warnings []string          `json:"warnings,omitempty"`
 	Review   json.RawMessage   `json:"review,omitempty"`
 	Generate json.RawMessage   `json:"generate,omitempty"`
+	// AdmissionPolicies is an admissionPolicyResponse.
+	AdmissionPolicies json.RawMessage `json:"admissionPolicies,omitempty"`
 }
 
 // helper is a running truce-kyverno process. Requests are multiplexed on

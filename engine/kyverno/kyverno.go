@@ -87,6 +87,7 @@ func HasPolicies(objs []*unstructured.Unstructured) bool {
 // first Install and lives until Close.
 type Engine struct {
 	helperPath string
+	flags      *AdmissionPolicyFlags
 
 	once    sync.Once
 	h       *helper
@@ -95,6 +96,8 @@ type Engine struct {
 	crds    []*unstructured.Unstructured
 	initErr error
 	docs    docCache
+	// generated remembers Kyverno's admission policy generator's answers.
+	generated generatorCache
 }
 
 // Options configure an Engine.
@@ -102,11 +105,17 @@ type Options struct {
 	// HelperPath is the truce-kyverno executable; empty finds it with
 	// FindHelper.
 	HelperPath string
+	// AdmissionPolicyFlags, when set, are Kyverno's
+	// --generateValidatingAdmissionPolicy and
+	// --generateMutatingAdmissionPolicy; nil reads them from the Kyverno
+	// Deployment among the cluster's objects, else takes the Helm chart's
+	// defaults (true, false).
+	AdmissionPolicyFlags *AdmissionPolicyFlags
 }
 
 // New returns an engine; nothing starts until Install.
 func New(opts Options) *Engine {
-	return &Engine{helperPath: opts.HelperPath}
+	return &Engine{helperPath: opts.HelperPath, flags: opts.AdmissionPolicyFlags}
 }
 
 var _ admission.PolicyEngine = (*Engine)(nil)
@@ -175,10 +184,20 @@ func (e *Engine) Install(ctx context.Context, objs []*unstructured.Unstructured)
 		return nil, err
 	}
 	load := &loadRequest{Resources: discovery(reg), CABundle: e.ca.PEM}
+	// Kyverno's admission policy generator runs first: the policies it
+	// turns into ValidatingAdmissionPolicies and MutatingAdmissionPolicies
+	// are the API server's to evaluate, and Kyverno's webhook leaves them
+	// out (it reads status.generated, which the generator writes).
+	gen, err := e.admissionPolicies(ctx, objs, load)
+	if err != nil {
+		return nil, err
+	}
+	inst.Objects = append(inst.Objects, gen.objects...)
 	for _, o := range objs {
 		if !readByKyverno(o) {
 			continue
 		}
+		o = gen.withGeneratedStatus(o)
 		if mutatingPolicyKinds[o.GroupVersionKind().GroupKind()] && load.OpenAPI == nil {
 			if load.OpenAPI, err = e.docs.gzipped(reg.OpenAPIClient()); err != nil {
 				return nil, fmt.Errorf("the cluster's OpenAPI documents for Kyverno's MutatingPolicies: %w", err)

@@ -104,3 +104,22 @@ metadata: {name: other, namespace: shop, labels: {tier: shop}}
 		t.Errorf("not patched after the trigger's UPDATE: tier=%s", got)
 	}
 }
+
+// A MutatingPolicy Kyverno turns into a MutatingAdmissionPolicy never
+// reaches Kyverno's webhook, so no admission creates the UpdateRequest
+// that mutates existing objects: it is no background writer.
+func TestMutateExistingGenerated(t *testing.T) {
+	policy := readExample(t, "../../examples/kyverno-mutate-existing/cluster/kyverno-policies.yaml")
+	generated := strings.Replace(policy, "\nspec:\n", "\nspec:\n  autogen: {mutatingAdmissionPolicy: {enabled: true}}\n", 1)
+	if generated == policy {
+		t.Fatal("the example changed: no spec to add autogen to")
+	}
+	_, _, bg := generateEnv(t, generated)
+	if ws := bg.Writers(); len(ws) != 0 {
+		var names []string
+		for _, w := range ws {
+			names = append(names, w.Describe())
+		}
+		t.Fatalf("writers %v, want none: Kyverno generated a MutatingAdmissionPolicy for the policy", names)
+	}
+}

@@ -14,8 +14,8 @@ import (
 // helper module's own tests need not link Kyverno a second time.)
 func TestHelperServe(t *testing.T) {
 	in := strings.Join([]string{
-		`{"v":3,"id":1,"op":"hello"}`,
-		`{"v":3,"id":2,"op":"review","review":{"set":"missing","path":"/mutate","review":{}}}`,
+		`{"v":4,"id":1,"op":"hello"}`,
+		`{"v":4,"id":2,"op":"review","review":{"set":"missing","path":"/mutate","review":{}}}`,
 		`{"v":9,"id":3,"op":"hello"}`,
 		`not json`,
 	}, "\n") + "\n"

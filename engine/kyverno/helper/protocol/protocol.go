@@ -16,7 +16,7 @@ import (
 // helper. A request of another version is refused, so a truce and a helper
 // built from different commits fail with a clear error instead of
 // misreading each other.
-const ProtocolVersion = 3
+const ProtocolVersion = 4
 
 // The operations of the protocol.
 const (
@@ -54,6 +54,8 @@ type Request struct {
 	Set    string         `json:"set,omitempty"`
 	// Generate is the body of OpGenerate and OpMutateExisting.
 	Generate *BackgroundRequest `json:"generate,omitempty"`
+	// AdmissionPolicies is the body of OpAdmissionPolicies.
+	AdmissionPolicies *AdmissionPoliciesRequest `json:"admissionPolicies,omitempty"`
 }
 
 // LoadRequest carries what configures Kyverno: the objects its informers
@@ -186,6 +188,8 @@ type Response struct {
 	Review json.RawMessage `json:"review,omitempty"`
 	// Generate
 	Generate *BackgroundResponse `json:"generate,omitempty"`
+	// AdmissionPolicies
+	AdmissionPolicies *AdmissionPoliciesResponse `json:"admissionPolicies,omitempty"`
 }
 
 // DecodeRequest decodes and checks one request line.
@@ -220,6 +224,10 @@ func DecodeRequest(line []byte) (*Request, error) {
 		}
 		if len(r.Generate.Trigger) > 0 && r.Generate.Operation != "CREATE" && r.Generate.Operation != "UPDATE" {
 			return &r, fmt.Errorf("%s: operation %q, want CREATE or UPDATE", r.Op, r.Generate.Operation)
+		}
+	case OpAdmissionPolicies:
+		if r.AdmissionPolicies == nil {
+			return &r, errors.New("admissionPolicies: no admissionPolicies field")
 		}
 	default:
 		return &r, fmt.Errorf("unknown operation %q", r.Op)

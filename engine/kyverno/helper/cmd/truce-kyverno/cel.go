@@ -46,6 +46,21 @@ func (c *celObjects) empty() bool { return len(c.vpols) == 0 && len(c.mpols) == 
 func sortCEL(objs []runtime.Object) *celObjects {
 	c := &celObjects{}
 	for _, o := range objs {
+		// A policy Kyverno turned into a ValidatingAdmissionPolicy or
+		// MutatingAdmissionPolicy (status.generated) is left out of its
+		// engines, as their reconcilers leave it out
+		// (pkg/cel/policies/{vpol,mpol}/engine/reconciler.go): the API
+		// server evaluates it.
+		if g, ok := o.(interface {
+			GetStatus() *policiesv1beta1.ValidatingPolicyStatus
+		}); ok && g.GetStatus().Generated {
+			continue
+		}
+		if g, ok := o.(interface {
+			GetStatus() *policiesv1beta1.MutatingPolicyStatus
+		}); ok && g.GetStatus().Generated {
+			continue
+		}
 		switch p := o.(type) {
 		case *policiesv1beta1.ValidatingPolicy:
 			c.vpols = append(c.vpols, p)

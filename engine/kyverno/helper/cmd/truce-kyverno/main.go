@@ -109,6 +109,13 @@ func handle(ctx context.Context, sets *sets, req *protocol.Request) (resp *proto
 			return resp
 		}
 		resp.Generate = g
+	case protocol.OpAdmissionPolicies:
+		a, err := runAdmissionPolicies(ctx, req.AdmissionPolicies)
+		if err != nil {
+			resp.Error = err.Error()
+			return resp
+		}
+		resp.AdmissionPolicies = a
 	}
 	return resp
 }
