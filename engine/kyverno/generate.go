@@ -49,6 +49,7 @@ type generateRule struct {
 	CloneList      []string `json:"cloneList,omitempty"`
 	CloneNamespace string   `json:"cloneNamespace,omitempty"`
 	Targets        []string `json:"targets,omitempty"`
+	Schedule       string   `json:"schedule,omitempty"`
 	CEL            bool     `json:"cel,omitempty"`
 	Unpredictable  string   `json:"unpredictable,omitempty"`
 }
@@ -64,7 +65,7 @@ var generatingPolicyKinds = map[k8sschema.GroupKind]bool{
 // it evaluates in admission (IsPolicy) and those its background
 // controller runs.
 func Uses(gk k8sschema.GroupKind) bool {
-	return IsPolicy(gk) || generatingPolicyKinds[gk]
+	return IsPolicy(gk) || generatingPolicyKinds[gk] || deletingPolicyKinds[gk]
 }
 
 // generateRequest and generateResponse mirror the helper's protocol.
@@ -97,7 +98,7 @@ var _ simulate.BackgroundEngine = (*Engine)(nil)
 // the ClusterPolicies and Policies among objs, as Kyverno's background
 // controller runs them.
 func (e *Engine) Background(ctx context.Context, objs []*unstructured.Unstructured) (simulate.Background, error) {
-	var policies, mutating []json.RawMessage
+	var policies, mutating, deleting, exceptions []json.RawMessage
 	kinds := map[k8sschema.GroupVersionKind]bool{}
 	for _, o := range objs {
 		gvk := o.GroupVersionKind()
@@ -112,6 +113,18 @@ func (e *Engine) Background(ctx context.Context, objs []*unstructured.Unstructur
 			mutating = append(mutating, raw)
 			continue
 		}
+		if deletingPolicyKinds[gvk.GroupKind()] || (gvk.Group == GroupCEL && gvk.Kind == "PolicyException") {
+			raw, err := json.Marshal(o.Object)
+			if err != nil {
+				return nil, err
+			}
+			if gvk.Kind == "PolicyException" {
+				exceptions = append(exceptions, raw)
+			} else {
+				deleting = append(deleting, raw)
+			}
+			continue
+		}
 		legacy := gvk.Group == GroupLegacy && (gvk.Kind == "ClusterPolicy" || gvk.Kind == "Policy") && hasGenerate(o)
 		if !legacy && !generatingPolicyKinds[gvk.GroupKind()] {
 			continue
@@ -122,7 +135,7 @@ func (e *Engine) Background(ctx context.Context, objs []*unstructured.Unstructur
 		}
 		policies = append(policies, raw)
 	}
-	if len(policies) == 0 && len(mutating) == 0 {
+	if len(policies) == 0 && len(mutating) == 0 && len(deleting) == 0 {
 		return &background{}, nil
 	}
 	if err := e.init(); err != nil {
@@ -133,6 +146,10 @@ func (e *Engine) Background(ctx context.Context, objs []*unstructured.Unstructur
 		return nil, err
 	}
 	b := &background{h: e.h, policies: policies, mutating: mutating, resources: discovery(reg)}
+	if len(deleting) > 0 {
+		// The exceptions go with the DeletingPolicies they may name.
+		b.deletingPolicies = append(deleting, exceptions...)
+	}
 	for k := range kinds {
 		b.kinds = append(b.kinds, k)
 	}
@@ -153,6 +170,14 @@ func (e *Engine) Background(ctx context.Context, objs []*unstructured.Unstructur
 			return nil, fmt.Errorf("reading the Kyverno MutatingPolicies that mutate existing objects: %w", err)
 		}
 		b.mutate = resp.Rules
+	}
+	if len(b.deletingPolicies) > 0 {
+		resp, err := b.call(ctx, opDeleting, &generateRequest{})
+		if err != nil {
+			return nil, fmt.Errorf("reading the Kyverno DeletingPolicies: %w", err)
+		}
+		logErrors("Kyverno's DeletingPolicies", resp.Errors)
+		b.deleting = resp.Rules
 	}
 	return b, nil
 }
@@ -181,6 +206,10 @@ type background struct {
 	mutating []json.RawMessage
 	mutate   []generateRule
 	openAPI  map[string][]byte
+	// deletingPolicies are the DeletingPolicies and the CEL
+	// PolicyExceptions, deleting their descriptions.
+	deletingPolicies []json.RawMessage
+	deleting         []generateRule
 	// kinds are those of the objects the cluster and repository hold: a
 	// GeneratingPolicy's CEL may read any of them.
 	kinds []k8sschema.GroupVersionKind
@@ -195,6 +224,8 @@ func (b *background) call(ctx context.Context, op string, req *generateRequest) 
 		req.Policies = b.policies
 	case opMutateExisting:
 		req.Policies, req.OpenAPI = b.mutating, b.openAPI
+	case opDeleting:
+		req.Policies = b.deletingPolicies
 	}
 	body, err := json.Marshal(req)
 	if err != nil {
@@ -226,7 +257,8 @@ func (b *background) Writers() []simulate.Writer {
 			out = append(out, &mutateWriter{b: b, rule: r, seen: map[types.UID]string{}})
 		}
 	}
-	return out
+	deleting, _ := b.deletingWriters()
+	return append(out, deleting...)
 }
 
 // Unpredictable implements simulate.Background.
@@ -242,7 +274,13 @@ func (b *background) Unpredictable() []string {
 			out = append(out, fmt.Sprintf("Kyverno MutatingPolicy %s (mutate existing): %s", r.Policy, r.Unpredictable))
 		}
 	}
-	return out
+	for _, r := range b.deleting {
+		if r.Unpredictable != "" {
+			out = append(out, fmt.Sprintf("Kyverno %s: %s", deletingName(r), r.Unpredictable))
+		}
+	}
+	_, bad := b.deletingWriters()
+	return append(out, bad...)
 }
 
 // ruleName names a generate rule or GeneratingPolicy in reports.
