@@ -9,23 +9,27 @@ func TestDecodeRequest(t *testing.T) {
 	tests := []struct {
 		name, line, wantErr string
 	}{
-		{name: "hello", line: `{"v":3,"id":1,"op":"hello"}`},
-		{name: "load", line: `{"v":3,"id":2,"op":"load","load":{"objects":[]}}`},
-		{name: "review", line: `{"v":3,"id":3,"op":"review","review":{"set":"s","path":"/mutate","review":{}}}`},
-		{name: "unload", line: `{"v":3,"id":4,"op":"unload","set":"s"}`},
-		{name: "other version", line: `{"v":1,"op":"hello"}`, wantErr: "protocol version 1, this helper speaks 3"},
+		{name: "hello", line: `{"v":4,"id":1,"op":"hello"}`},
+		{name: "load", line: `{"v":4,"id":2,"op":"load","load":{"objects":[]}}`},
+		{name: "review", line: `{"v":4,"id":3,"op":"review","review":{"set":"s","path":"/mutate","review":{}}}`},
+		{name: "unload", line: `{"v":4,"id":4,"op":"unload","set":"s"}`},
+		{name: "other version", line: `{"v":1,"op":"hello"}`, wantErr: "protocol version 1, this helper speaks 4"},
 		{name: "no version", line: `{"op":"hello"}`, wantErr: "protocol version 0"},
-		{name: "unknown op", line: `{"v":3,"op":"apply"}`, wantErr: `unknown operation "apply"`},
-		{name: "load without body", line: `{"v":3,"op":"load"}`, wantErr: "no load field"},
-		{name: "review without set", line: `{"v":3,"op":"review","review":{"path":"/mutate","review":{}}}`, wantErr: "set, path and review are required"},
-		{name: "unload without set", line: `{"v":3,"op":"unload"}`, wantErr: "no set"},
-		{name: "generate rules", line: `{"v":3,"id":5,"op":"generate","generate":{"policies":[]}}`},
-		{name: "generate for a trigger", line: `{"v":3,"id":6,"op":"generate","generate":{"policies":[],"trigger":{"kind":"Namespace"},"operation":"CREATE"}}`},
-		{name: "generate without body", line: `{"v":3,"op":"generate"}`, wantErr: "no generate field"},
-		{name: "generate for a deletion", line: `{"v":3,"op":"generate","generate":{"trigger":{},"operation":"DELETE"}}`, wantErr: `operation "DELETE", want CREATE or UPDATE`},
-		{name: "mutate existing", line: `{"v":3,"id":7,"op":"mutateExisting","generate":{"policies":[],"trigger":{"kind":"ConfigMap"},"operation":"UPDATE"}}`},
-		{name: "mutate existing without body", line: `{"v":3,"op":"mutateExisting"}`, wantErr: "mutateExisting: no generate field"},
-		{name: "version 2", line: `{"v":2,"op":"hello"}`, wantErr: "protocol version 2, this helper speaks 3"},
+		{name: "unknown op", line: `{"v":4,"op":"apply"}`, wantErr: `unknown operation "apply"`},
+		{name: "load without body", line: `{"v":4,"op":"load"}`, wantErr: "no load field"},
+		{name: "review without set", line: `{"v":4,"op":"review","review":{"path":"/mutate","review":{}}}`, wantErr: "set, path and review are required"},
+		{name: "unload without set", line: `{"v":4,"op":"unload"}`, wantErr: "no set"},
+		{name: "generate rules", line: `{"v":4,"id":5,"op":"generate","generate":{"policies":[]}}`},
+		{name: "generate for a trigger", line: `{"v":4,"id":6,"op":"generate","generate":{"policies":[],"trigger":{"kind":"Namespace"},"operation":"CREATE"}}`},
+		{name: "generate without body", line: `{"v":4,"op":"generate"}`, wantErr: "no generate field"},
+		{name: "generate for a deletion", line: `{"v":4,"op":"generate","generate":{"trigger":{},"operation":"DELETE"}}`, wantErr: `operation "DELETE", want CREATE or UPDATE`},
+		{name: "mutate existing", line: `{"v":4,"id":7,"op":"mutateExisting","generate":{"policies":[],"trigger":{"kind":"ConfigMap"},"operation":"UPDATE"}}`},
+		{name: "mutate existing without body", line: `{"v":4,"op":"mutateExisting"}`, wantErr: "mutateExisting: no generate field"},
+		{name: "deleting policies", line: `{"v":4,"id":8,"op":"deleting","generate":{"policies":[]}}`},
+		{name: "deleting for a policy", line: `{"v":4,"id":9,"op":"deleting","generate":{"policies":[],"policy":"cleanup","objects":[]}}`},
+		{name: "deleting without body", line: `{"v":4,"op":"deleting"}`, wantErr: "deleting: no generate field"},
+		{name: "version 2", line: `{"v":2,"op":"hello"}`, wantErr: "protocol version 2, this helper speaks 4"},
+		{name: "version 3", line: `{"v":3,"op":"deleting","generate":{}}`, wantErr: "protocol version 3, this helper speaks 4"},
 		{name: "not JSON", line: `hello`, wantErr: "decoding a request"},
 	}
 	for _, tt := range tests {
@@ -43,12 +47,13 @@ func TestDecodeRequest(t *testing.T) {
 
 func FuzzDecodeRequest(f *testing.F) {
 	for _, s := range []string{
-		`{"v":3,"id":1,"op":"hello"}`,
-		`{"v":3,"id":2,"op":"load","load":{"objects":[{"kind":"Namespace"}],"caBundle":"AA=="}}`,
-		`{"v":3,"id":3,"op":"review","review":{"set":"s","path":"/mutate","review":{}}}`,
-		`{"v":3,"op":"unload","set":"x"}`,
-		`{"v":3,"op":"load","load":null}`,
-		`{"v":3,"op":"generate","generate":{"policies":[],"trigger":{"kind":"Namespace"},"operation":"CREATE"}}`,
+		`{"v":4,"id":1,"op":"hello"}`,
+		`{"v":4,"id":2,"op":"load","load":{"objects":[{"kind":"Namespace"}],"caBundle":"AA=="}}`,
+		`{"v":4,"id":3,"op":"review","review":{"set":"s","path":"/mutate","review":{}}}`,
+		`{"v":4,"op":"unload","set":"x"}`,
+		`{"v":4,"op":"load","load":null}`,
+		`{"v":4,"op":"generate","generate":{"policies":[],"trigger":{"kind":"Namespace"},"operation":"CREATE"}}`,
+		`{"v":4,"op":"deleting","generate":{"policies":[],"policy":"cleanup"}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -68,7 +73,7 @@ func FuzzDecodeRequest(f *testing.F) {
 			if req.Review == nil || req.Review.Set == "" {
 				t.Fatal("review without a set accepted")
 			}
-		case OpGenerate, OpMutateExisting:
+		case OpGenerate, OpMutateExisting, OpDeleting:
 			if req.Generate == nil {
 				t.Fatal("generate without a generate field accepted")
 			}
