@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -125,7 +126,15 @@ func (e *Engine) Background(ctx context.Context, objs []*unstructured.Unstructur
 			}
 			continue
 		}
-		legacy := gvk.Group == GroupLegacy && (gvk.Kind == "ClusterPolicy" || gvk.Kind == "Policy") && hasGenerate(o)
+		legacyKind := gvk.Group == GroupLegacy && (gvk.Kind == "ClusterPolicy" || gvk.Kind == "Policy")
+		if legacyKind && hasRule(o, "mutate", "targets") {
+			raw, err := json.Marshal(o.Object)
+			if err != nil {
+				return nil, err
+			}
+			mutating = append(mutating, raw)
+		}
+		legacy := legacyKind && hasRule(o, "generate")
 		if !legacy && !generatingPolicyKinds[gvk.GroupKind()] {
 			continue
 		}
@@ -162,12 +171,14 @@ func (e *Engine) Background(ctx context.Context, objs []*unstructured.Unstructur
 		b.rules = resp.Rules
 	}
 	if len(b.mutating) > 0 {
-		if b.openAPI, err = e.docs.gzipped(reg.OpenAPIClient()); err != nil {
-			return nil, fmt.Errorf("the cluster's OpenAPI documents for Kyverno's MutatingPolicies: %w", err)
+		if slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool { return mutatingPolicyKinds[o.GroupVersionKind().GroupKind()] }) {
+			if b.openAPI, err = e.docs.gzipped(reg.OpenAPIClient()); err != nil {
+				return nil, fmt.Errorf("the cluster's OpenAPI documents for Kyverno's MutatingPolicies: %w", err)
+			}
 		}
 		resp, err := b.call(ctx, opMutateExisting, &generateRequest{})
 		if err != nil {
-			return nil, fmt.Errorf("reading the Kyverno MutatingPolicies that mutate existing objects: %w", err)
+			return nil, fmt.Errorf("reading the Kyverno policies that mutate existing objects: %w", err)
 		}
 		b.mutate = resp.Rules
 	}
@@ -182,13 +193,16 @@ func (e *Engine) Background(ctx context.Context, objs []*unstructured.Unstructur
 	return b, nil
 }
 
-// hasGenerate reports whether a policy has a generate rule, so that a
-// cluster whose policies only mutate and validate never asks the helper.
-func hasGenerate(o *unstructured.Unstructured) bool {
+// hasRule reports whether a policy has a rule with the field at path
+// (a generate rule, a mutate rule with targets), so that a cluster whose
+// policies only mutate and validate at admission never asks the helper.
+func hasRule(o *unstructured.Unstructured, path ...string) bool {
 	rules, _, _ := unstructured.NestedSlice(o.Object, "spec", "rules")
 	for _, r := range rules {
-		if m, ok := r.(map[string]any); ok && m["generate"] != nil {
-			return true
+		if m, ok := r.(map[string]any); ok {
+			if v, found, _ := unstructured.NestedFieldNoCopy(m, path...); found && v != nil {
+				return true
+			}
 		}
 	}
 	return false
@@ -271,7 +285,7 @@ func (b *background) Unpredictable() []string {
 	}
 	for _, r := range b.mutate {
 		if r.Unpredictable != "" {
-			out = append(out, fmt.Sprintf("Kyverno MutatingPolicy %s (mutate existing): %s", r.Policy, r.Unpredictable))
+			out = append(out, fmt.Sprintf("%s: %s", mutateName(r), r.Unpredictable))
 		}
 	}
 	for _, r := range b.deleting {
