@@ -66,6 +66,11 @@ func TestExamples(t *testing.T) {
 				"argocd shop ConfigMap/shop/settings": "OutOfSync",
 				"argocd shop Namespace/shop":          "Synced",
 			}},
+		{dir: "kyverno-mutate-targets", code: exitFound, kyverno: true,
+			want: want{
+				"argocd shop ConfigMap/shop/settings": "OutOfSync",
+				"argocd shop Namespace/shop":          "Synced",
+			}},
 		{dir: "kyverno-deleting", code: exitFound, kyverno: true,
 			want: want{
 				"argocd shop Service/shop/web-debug": "Loop",
