@@ -38,9 +38,10 @@ const (
 	OpGenerate = "generate"
 	// OpMutateExisting runs Kyverno's background mutate-existing processor
 	// for MutatingPolicies with spec.evaluation.mutateExisting (version
-	// 3): without a trigger it answers the policies; with one, the updates
-	// of existing objects Kyverno makes for the UpdateRequest an admission
-	// of the trigger creates.
+	// 3) and its mutate-existing controller for ClusterPolicy/Policy rules
+	// with mutate.targets (version 4): without a trigger it answers the
+	// policies; with one, the updates of existing objects Kyverno makes
+	// for the UpdateRequest an admission of the trigger creates.
 	OpMutateExisting = "mutateExisting"
 	// OpDeleting runs Kyverno's deleting controller for DeletingPolicies
 	// (version 4): without a Policy it answers the policies (kinds,
@@ -95,9 +96,12 @@ type ReviewRequest struct {
 // a change of a synchronized source or downstream object) and the helper
 // only what it then writes.
 type BackgroundRequest struct {
-	// Policies are ClusterPolicies, Policies and GeneratingPolicies
-	// (cluster-wide and namespaced); ClusterPolicies and Policies without
-	// generate rules are ignored.
+	// Policies are what the operation runs: for OpGenerate ClusterPolicies,
+	// Policies (those without generate rules are ignored) and
+	// GeneratingPolicies; for OpMutateExisting MutatingPolicies and
+	// ClusterPolicies/Policies with mutate.targets; for OpDeleting
+	// DeletingPolicies and the CEL PolicyExceptions (cluster-wide and
+	// namespaced kinds throughout).
 	Policies []json.RawMessage `json:"policies"`
 	// Resources is the cluster's discovery: the generate controller maps
 	// kinds to resources through it.
