@@ -141,6 +141,11 @@ func RunWorld(ctx context.Context, c cluster.Cluster, members []Member, writers 
 		if p, ok := w.(periodic); ok && p.Period() > 0 {
 			q.schedule(event{at: p.Period() + w.Delay(), kind: writerEvent, writer: i, periodic: true})
 		}
+		if s, ok := w.(scheduled); ok {
+			if at, ok := s.Next(0); ok {
+				q.schedule(event{at: at, kind: writerEvent, writer: i, periodic: true})
+			}
+		}
 	}
 	refs := make([]map[cluster.Ref]bool, len(members))
 	for i, m := range members {
@@ -201,6 +206,11 @@ func RunWorld(ctx context.Context, c cluster.Cluster, members []Member, writers 
 			}
 			if p, ok := w.(periodic); ok && p.Period() > 0 {
 				q.schedule(event{at: ev.at + p.Period(), kind: writerEvent, writer: ev.writer, periodic: true})
+			}
+			if s, ok := w.(scheduled); ok {
+				if at, ok := s.Next(ev.at); ok {
+					q.schedule(event{at: at, kind: writerEvent, writer: ev.writer, periodic: true})
+				}
 			}
 		}
 		changed := rec.takeChanged()

@@ -85,13 +85,16 @@ func classify(ctx context.Context, rec *recorder, tool Tool, desired []Desired, 
 // judge decides the verdict of an object of Git.
 func judge(o *Object, tool Tool, writes []Write, rejections map[cluster.Ref]string, res *Result) {
 	var toolWrites, corrective []Write
-	for _, w := range writes {
+	recreates := recreations(writes)
+	recreated := false
+	for i, w := range writes {
 		if !w.ByTool {
 			continue
 		}
 		toolWrites = append(toolWrites, w)
-		if w.Error == "" && !strings.Contains(w.Verb, "create") {
+		if w.Error == "" && (!strings.Contains(w.Verb, "create") || recreates[i]) {
 			corrective = append(corrective, w)
+			recreated = recreated || recreates[i]
 		}
 	}
 	if msg, ok := rejections[o.Ref]; ok {
@@ -119,6 +122,12 @@ func judge(o *Object, tool Tool, writes []Write, rejections map[cluster.Ref]stri
 	if len(corrective) >= 2 {
 		fields := loopFields(o, writes)
 		other, step, kind := otherWriter(fields, writes)
+		deleter := lastDeleter(writes)
+		if recreated && deleter != "" {
+			// Another controller deletes the object and the tool creates
+			// it again: the fight is over the whole object.
+			fields, other, step, kind = []string{"/"}, deleter, nil, "controller"
+		}
 		o.Verdict = Loop
 		o.Loop = loopOf(writes, tool, fields, other, step, kind, res)
 		o.Writes = extrapolate(o, writes, res)
@@ -128,6 +137,10 @@ func judge(o *Object, tool Tool, writes []Write, rejections map[cluster.Ref]stri
 		}
 		o.Reason = fmt.Sprintf("%s writes %s back %d times in %s; %s changes it again",
 			tool.Name(), what, len(corrective), res.Simulated.Round(time.Second), other)
+		if recreated && deleter != "" {
+			o.Reason = fmt.Sprintf("%s deletes it and %s creates it again, %d times in %s",
+				deleter, tool.Name(), len(corrective), res.Simulated.Round(time.Second))
+		}
 		return
 	}
 	if o.Drift != nil && o.Drift.Status == drift.Rejected {
@@ -289,8 +302,9 @@ func otherWriter(fields []string, writes []Write) (string, *admission.Step, stri
 func loopOf(writes []Write, tool Tool, fields []string, other string, step *admission.Step, kind string, res *Result) *LoopInfo {
 	l := &LoopInfo{Fields: fields, Tool: tool.Manager(), Other: other, OtherStep: step, OtherKind: kind}
 	var times []time.Duration
-	for _, w := range writes {
-		if w.ByTool && w.Error == "" && (w.Verb == "delete" || !strings.Contains(w.Verb, "create")) {
+	recreates := recreations(writes)
+	for i, w := range writes {
+		if w.ByTool && w.Error == "" && (w.Verb == "delete" || !strings.Contains(w.Verb, "create") || recreates[i]) {
 			times = append(times, w.At)
 		}
 	}
@@ -344,4 +358,36 @@ func countWrites(writes []Write) int {
 		}
 	}
 	return n
+}
+
+// recreations marks the tool's creates of an object another writer
+// deleted (a cleanup controller): they correct the deletion, as an update
+// corrects a change.
+func recreations(writes []Write) []bool {
+	out := make([]bool, len(writes))
+	deleted := false
+	for i, w := range writes {
+		switch {
+		case w.Error != "":
+		case !w.ByTool && w.Verb == "delete":
+			deleted = true
+		case w.ByTool && strings.Contains(w.Verb, "create"):
+			out[i] = deleted
+			deleted = false
+		case w.ByTool:
+			deleted = false
+		}
+	}
+	return out
+}
+
+// lastDeleter names the last writer other than the tool that deleted the
+// object, "" when none did.
+func lastDeleter(writes []Write) string {
+	for i := len(writes) - 1; i >= 0; i-- {
+		if w := writes[i]; !w.ByTool && w.Error == "" && w.Verb == "delete" {
+			return w.Writer
+		}
+	}
+	return ""
 }

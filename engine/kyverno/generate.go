@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -49,6 +50,7 @@ type generateRule struct {
 	CloneList      []string `json:"cloneList,omitempty"`
 	CloneNamespace string   `json:"cloneNamespace,omitempty"`
 	Targets        []string `json:"targets,omitempty"`
+	Schedule       string   `json:"schedule,omitempty"`
 	CEL            bool     `json:"cel,omitempty"`
 	Unpredictable  string   `json:"unpredictable,omitempty"`
 }
@@ -64,7 +66,7 @@ var generatingPolicyKinds = map[k8sschema.GroupKind]bool{
 // it evaluates in admission (IsPolicy) and those its background
 // controller runs.
 func Uses(gk k8sschema.GroupKind) bool {
-	return IsPolicy(gk) || generatingPolicyKinds[gk]
+	return IsPolicy(gk) || generatingPolicyKinds[gk] || deletingPolicyKinds[gk]
 }
 
 // generateRequest and generateResponse mirror the helper's protocol.
@@ -97,7 +99,7 @@ var _ simulate.BackgroundEngine = (*Engine)(nil)
 // the ClusterPolicies and Policies among objs, as Kyverno's background
 // controller runs them.
 func (e *Engine) Background(ctx context.Context, objs []*unstructured.Unstructured) (simulate.Background, error) {
-	var policies, mutating []json.RawMessage
+	var policies, mutating, deleting, exceptions []json.RawMessage
 	var mutatingObjs []*unstructured.Unstructured
 	kinds := map[k8sschema.GroupVersionKind]bool{}
 	for _, o := range objs {
@@ -109,7 +111,27 @@ func (e *Engine) Background(ctx context.Context, objs []*unstructured.Unstructur
 			mutatingObjs = append(mutatingObjs, o)
 			continue
 		}
-		legacy := gvk.Group == GroupLegacy && (gvk.Kind == "ClusterPolicy" || gvk.Kind == "Policy") && hasGenerate(o)
+		if deletingPolicyKinds[gvk.GroupKind()] || (gvk.Group == GroupCEL && gvk.Kind == "PolicyException") {
+			raw, err := json.Marshal(o.Object)
+			if err != nil {
+				return nil, err
+			}
+			if gvk.Kind == "PolicyException" {
+				exceptions = append(exceptions, raw)
+			} else {
+				deleting = append(deleting, raw)
+			}
+			continue
+		}
+		legacyKind := gvk.Group == GroupLegacy && (gvk.Kind == "ClusterPolicy" || gvk.Kind == "Policy")
+		if legacyKind && hasRule(o, "mutate", "targets") {
+			raw, err := json.Marshal(o.Object)
+			if err != nil {
+				return nil, err
+			}
+			mutating = append(mutating, raw)
+		}
+		legacy := legacyKind && hasRule(o, "generate")
 		if !legacy && !generatingPolicyKinds[gvk.GroupKind()] {
 			continue
 		}
@@ -119,7 +141,7 @@ func (e *Engine) Background(ctx context.Context, objs []*unstructured.Unstructur
 		}
 		policies = append(policies, raw)
 	}
-	if len(policies) == 0 && len(mutatingObjs) == 0 {
+	if len(policies) == 0 && len(mutatingObjs) == 0 && len(mutating) == 0 && len(deleting) == 0 {
 		return &background{}, nil
 	}
 	if err := e.init(); err != nil {
@@ -148,10 +170,14 @@ func (e *Engine) Background(ctx context.Context, objs []*unstructured.Unstructur
 			mutating = append(mutating, raw)
 		}
 	}
-	if len(policies) == 0 && len(mutating) == 0 {
+	if len(policies) == 0 && len(mutating) == 0 && len(deleting) == 0 {
 		return &background{}, nil
 	}
 	b := &background{h: e.h, policies: policies, mutating: mutating, resources: discovery(reg)}
+	if len(deleting) > 0 {
+		// The exceptions go with the DeletingPolicies they may name.
+		b.deletingPolicies = append(deleting, exceptions...)
+	}
 	for k := range kinds {
 		b.kinds = append(b.kinds, k)
 	}
@@ -164,25 +190,38 @@ func (e *Engine) Background(ctx context.Context, objs []*unstructured.Unstructur
 		b.rules = resp.Rules
 	}
 	if len(b.mutating) > 0 {
-		if b.openAPI, err = e.docs.gzipped(reg.OpenAPIClient()); err != nil {
-			return nil, fmt.Errorf("the cluster's OpenAPI documents for Kyverno's MutatingPolicies: %w", err)
+		if slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool { return mutatingPolicyKinds[o.GroupVersionKind().GroupKind()] }) {
+			if b.openAPI, err = e.docs.gzipped(reg.OpenAPIClient()); err != nil {
+				return nil, fmt.Errorf("the cluster's OpenAPI documents for Kyverno's MutatingPolicies: %w", err)
+			}
 		}
 		resp, err := b.call(ctx, opMutateExisting, &generateRequest{})
 		if err != nil {
-			return nil, fmt.Errorf("reading the Kyverno MutatingPolicies that mutate existing objects: %w", err)
+			return nil, fmt.Errorf("reading the Kyverno policies that mutate existing objects: %w", err)
 		}
 		b.mutate = resp.Rules
+	}
+	if len(b.deletingPolicies) > 0 {
+		resp, err := b.call(ctx, opDeleting, &generateRequest{})
+		if err != nil {
+			return nil, fmt.Errorf("reading the Kyverno DeletingPolicies: %w", err)
+		}
+		logErrors("Kyverno's DeletingPolicies", resp.Errors)
+		b.deleting = resp.Rules
 	}
 	return b, nil
 }
 
-// hasGenerate reports whether a policy has a generate rule, so that a
-// cluster whose policies only mutate and validate never asks the helper.
-func hasGenerate(o *unstructured.Unstructured) bool {
+// hasRule reports whether a policy has a rule with the field at path
+// (a generate rule, a mutate rule with targets), so that a cluster whose
+// policies only mutate and validate at admission never asks the helper.
+func hasRule(o *unstructured.Unstructured, path ...string) bool {
 	rules, _, _ := unstructured.NestedSlice(o.Object, "spec", "rules")
 	for _, r := range rules {
-		if m, ok := r.(map[string]any); ok && m["generate"] != nil {
-			return true
+		if m, ok := r.(map[string]any); ok {
+			if v, found, _ := unstructured.NestedFieldNoCopy(m, path...); found && v != nil {
+				return true
+			}
 		}
 	}
 	return false
@@ -200,6 +239,10 @@ type background struct {
 	mutating []json.RawMessage
 	mutate   []generateRule
 	openAPI  map[string][]byte
+	// deletingPolicies are the DeletingPolicies and the CEL
+	// PolicyExceptions, deleting their descriptions.
+	deletingPolicies []json.RawMessage
+	deleting         []generateRule
 	// kinds are those of the objects the cluster and repository hold: a
 	// GeneratingPolicy's CEL may read any of them.
 	kinds []k8sschema.GroupVersionKind
@@ -214,6 +257,8 @@ func (b *background) call(ctx context.Context, op string, req *generateRequest) 
 		req.Policies = b.policies
 	case opMutateExisting:
 		req.Policies, req.OpenAPI = b.mutating, b.openAPI
+	case opDeleting:
+		req.Policies = b.deletingPolicies
 	}
 	body, err := json.Marshal(req)
 	if err != nil {
@@ -245,7 +290,8 @@ func (b *background) Writers() []simulate.Writer {
 			out = append(out, &mutateWriter{b: b, rule: r, seen: map[types.UID]string{}})
 		}
 	}
-	return out
+	deleting, _ := b.deletingWriters()
+	return append(out, deleting...)
 }
 
 // Unpredictable implements simulate.Background.
@@ -258,10 +304,16 @@ func (b *background) Unpredictable() []string {
 	}
 	for _, r := range b.mutate {
 		if r.Unpredictable != "" {
-			out = append(out, fmt.Sprintf("Kyverno MutatingPolicy %s (mutate existing): %s", r.Policy, r.Unpredictable))
+			out = append(out, fmt.Sprintf("%s: %s", mutateName(r), r.Unpredictable))
 		}
 	}
-	return out
+	for _, r := range b.deleting {
+		if r.Unpredictable != "" {
+			out = append(out, fmt.Sprintf("Kyverno %s: %s", deletingName(r), r.Unpredictable))
+		}
+	}
+	_, bad := b.deletingWriters()
+	return append(out, bad...)
 }
 
 // ruleName names a generate rule or GeneratingPolicy in reports.

@@ -30,7 +30,7 @@ const HelperEnv = "TRUCE_KYVERNO"
 const LogEnv = "TRUCE_KYVERNO_LOG"
 
 // protocolVersion must match the helper's ProtocolVersion.
-const protocolVersion = 4
+const protocolVersion = 5
 
 // FindHelper returns the helper's path: $TRUCE_KYVERNO, else next to the
 // running executable, else on PATH.

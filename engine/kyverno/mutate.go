@@ -50,8 +50,17 @@ func (w *mutateWriter) Name() string { return BackgroundManager }
 
 // Describe implements simulate.Writer.
 func (w *mutateWriter) Describe() string {
-	return fmt.Sprintf("Kyverno MutatingPolicy %s mutates existing %s after each admission of a %s",
-		w.rule.Policy, trimKinds(w.rule.Targets), trimKinds(w.rule.Kinds))
+	return fmt.Sprintf("%s mutates existing %s after each admission of a %s",
+		mutateName(w.rule), trimKinds(w.rule.Targets), trimKinds(w.rule.Kinds))
+}
+
+// mutateName names a MutatingPolicy that mutates existing objects, or a
+// ClusterPolicy/Policy rule with mutate.targets, in reports.
+func mutateName(r generateRule) string {
+	if r.CEL {
+		return "Kyverno MutatingPolicy " + r.Policy
+	}
+	return fmt.Sprintf("Kyverno mutate-existing rule %s of policy %s", r.Rule, r.Policy)
 }
 
 func trimKinds(kinds []string) string {
@@ -68,7 +77,9 @@ func (w *mutateWriter) Delay() time.Duration { return mutateExistingDelay }
 // Watches implements simulate.Writer: the triggers' kinds.
 func (w *mutateWriter) Watches(ref cluster.Ref) bool {
 	for _, k := range w.rule.Kinds {
-		if s := parseKind(k); s.kind == ref.Kind && s.group == ref.Group {
+		s := parseKind(k)
+		// A ClusterPolicy's kind without a group matches it in any group.
+		if s.kind == ref.Kind && s.sub == "" && (s.group == ref.Group || (!w.rule.CEL && s.group == "" && s.version == "")) {
 			return true
 		}
 	}
@@ -99,7 +110,7 @@ func (w *mutateWriter) Act(ctx context.Context, c cluster.Cluster) error {
 		if err != nil {
 			return err
 		}
-		resp, err := w.b.call(ctx, opMutateExisting, &generateRequest{Trigger: raw, Operation: op, Objects: objects, Policy: w.rule.Policy})
+		resp, err := w.b.call(ctx, opMutateExisting, &generateRequest{Trigger: raw, Operation: op, Objects: objects, Policy: w.rule.Policy, Rule: w.rule.Rule})
 		if err != nil {
 			return fmt.Errorf("%s for %s: %w", w.Describe(), cluster.RefOf(t), err)
 		}
@@ -131,10 +142,15 @@ func logErrors(who string, errs []string) {
 }
 
 // objects are the live objects of the targets' kinds, which Kyverno's
-// processor lists.
+// processor lists, and the Namespaces (a ClusterPolicy's
+// namespaceSelector).
 func (w *mutateWriter) objects(ctx context.Context, c cluster.Cluster) ([]json.RawMessage, error) {
 	var all []*unstructured.Unstructured
-	for _, k := range w.rule.Targets {
+	targets := w.rule.Targets
+	if !w.rule.CEL {
+		targets = append([]string{"/v1/Namespace"}, targets...)
+	}
+	for _, k := range targets {
 		for _, gvk := range gvks(c.RESTMapper(), parseKind(k)) {
 			objs, err := c.List(ctx, gvk, "")
 			if err != nil {

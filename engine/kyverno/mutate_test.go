@@ -123,3 +123,119 @@ func TestMutateExistingGenerated(t *testing.T) {
 		t.Fatalf("writers %v, want none: Kyverno generated a MutatingAdmissionPolicy for the policy", names)
 	}
 }
+
+// legacyMutateExisting is a ClusterPolicy whose rule mutates existing
+// ConfigMaps (mutate.targets) of each Namespace labelled team.
+const legacyMutateExisting = `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: label-team-configmaps}
+spec:
+  rules:
+  - name: label-configmaps
+    match:
+      any:
+      - resources:
+          kinds: [Namespace]
+          selector: {matchExpressions: [{key: team, operator: Exists}]}
+    mutate:
+      targets:
+      - apiVersion: v1
+        kind: ConfigMap
+        namespace: "{{request.object.metadata.name}}"
+      patchStrategicMerge:
+        metadata:
+          labels:
+            tier: platform
+`
+
+// A ClusterPolicy rule with mutate.targets becomes a writer that patches
+// its targets after each admission of a matching trigger, with what
+// Kyverno's mutate-existing controller writes for the UpdateRequest.
+func TestMutateTargetsWriter(t *testing.T) {
+	tests := []struct {
+		name      string
+		namespace string // the trigger, created before the writer acts
+		patched   map[string]string
+	}{
+		{
+			name:      "a matching trigger patches the ConfigMaps of its namespace",
+			namespace: "{name: web, labels: {team: web}}",
+			patched:   map[string]string{"web/settings": "platform", "web/other": "platform", "shop/elsewhere": "shop"},
+		},
+		{
+			name:      "a trigger the rule does not match patches nothing",
+			namespace: "{name: web}",
+			patched:   map[string]string{"web/settings": "web", "web/other": "web", "shop/elsewhere": "shop"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, c, bg := generateEnv(t, legacyMutateExisting)
+			if u := bg.Unpredictable(); len(u) != 0 {
+				t.Fatalf("unpredictable: %v", u)
+			}
+			ws := bg.Writers()
+			if len(ws) != 1 {
+				t.Fatalf("%d writers, want 1", len(ws))
+			}
+			w := ws[0]
+			want := "Kyverno mutate-existing rule label-configmaps of policy label-team-configmaps mutates existing v1/ConfigMap after each admission of a Namespace"
+			if w.Describe() != want {
+				t.Errorf("describe %q\nwant     %q", w.Describe(), want)
+			}
+			if !w.Watches(ref("Namespace", "", "v1", "", "web")) || w.Watches(ref("ConfigMap", "", "v1", "web", "settings")) {
+				t.Error("it should watch Namespaces (its triggers), not ConfigMaps (its targets)")
+			}
+			for _, o := range objs(t, `
+apiVersion: v1
+kind: Namespace
+metadata: `+tc.namespace+`
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: web, labels: {tier: web}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: other, namespace: web, labels: {tier: web}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: elsewhere, namespace: shop, labels: {tier: shop}}
+`) {
+				if _, err := c.Create(ctx, o, cluster.WriteOptions{FieldManager: "test"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Act(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			for name, tier := range tc.patched {
+				ns, n, _ := strings.Cut(name, "/")
+				if got := get(t, ctx, c, ref("ConfigMap", "", "v1", ns, n)).GetLabels()["tier"]; got != tier {
+					t.Errorf("ConfigMap %s: tier=%s, want %s", name, got, tier)
+				}
+			}
+		})
+	}
+}
+
+// A mutate-existing rule reading what truce cannot give Kyverno offline
+// gets no writer but a finding naming it.
+func TestMutateTargetsUnpredictable(t *testing.T) {
+	policy := strings.Replace(legacyMutateExisting, "    mutate:\n", `    context:
+    - name: owners
+      apiCall:
+        service: {url: "https://owners.example.com/teams"}
+    mutate:
+`, 1)
+	_, _, bg := generateEnv(t, policy)
+	if ws := bg.Writers(); len(ws) != 0 {
+		t.Errorf("%d writers, want none", len(ws))
+	}
+	want := `Kyverno mutate-existing rule label-configmaps of policy label-team-configmaps: context entry "owners" calls the service https://owners.example.com/teams`
+	if u := bg.Unpredictable(); len(u) != 1 || u[0] != want {
+		t.Errorf("unpredictable %q\nwant %q", u, want)
+	}
+}

@@ -14,9 +14,10 @@ import (
 // helper module's own tests need not link Kyverno a second time.)
 func TestHelperServe(t *testing.T) {
 	in := strings.Join([]string{
-		`{"v":4,"id":1,"op":"hello"}`,
-		`{"v":4,"id":2,"op":"review","review":{"set":"missing","path":"/mutate","review":{}}}`,
+		`{"v":5,"id":1,"op":"hello"}`,
+		`{"v":5,"id":2,"op":"review","review":{"set":"missing","path":"/mutate","review":{}}}`,
 		`{"v":9,"id":3,"op":"hello"}`,
+		`{"v":5,"id":4,"op":"deleting","generate":{"policies":[],"policy":"gone"}}`,
 		`not json`,
 	}, "\n") + "\n"
 	cmd := exec.CommandContext(testContext(t), helperPath)
@@ -41,8 +42,8 @@ func TestHelperServe(t *testing.T) {
 		got = append(got, r)
 	}
 	sort.Slice(got, func(i, j int) bool { return got[i].ID < got[j].ID })
-	if len(got) != 4 {
-		t.Fatalf("%d responses, want 4: %+v", len(got), got)
+	if len(got) != 5 {
+		t.Fatalf("%d responses, want 5: %+v", len(got), got)
 	}
 	if got[0].ID != 0 || !strings.Contains(got[0].Error, "decoding a request") {
 		t.Errorf("not JSON: %+v", got[0])
@@ -55,5 +56,8 @@ func TestHelperServe(t *testing.T) {
 	}
 	if !strings.Contains(got[3].Error, "protocol version 9") {
 		t.Errorf("other version: %+v", got[3])
+	}
+	if !strings.Contains(got[4].Error, "no DeletingPolicy gone") {
+		t.Errorf("deleting for a policy not sent: %+v", got[4])
 	}
 }

@@ -66,6 +66,20 @@ func TestExamples(t *testing.T) {
 				"argocd shop ConfigMap/shop/settings": "OutOfSync",
 				"argocd shop Namespace/shop":          "Synced",
 			}},
+		{dir: "kyverno-mutate-targets", code: exitFound, kyverno: true,
+			want: want{
+				"argocd shop ConfigMap/shop/settings": "OutOfSync",
+				"argocd shop Namespace/shop":          "Synced",
+			}},
+		{dir: "kyverno-deleting", code: exitFound, kyverno: true,
+			want: want{
+				"argocd shop Service/shop/web-debug": "Loop",
+				"argocd shop Service/shop/web":       "Synced",
+				"argocd shop Namespace/shop":         "Synced",
+			},
+			// Nothing truce can write into Git or Argo CD stops a
+			// deletion: the policy or the manifest has to change.
+			after: want{"argocd shop Service/shop/web-debug": "Loop"}},
 		{dir: "label-mutation", code: exitOK,
 			want: want{
 				"argocd  Deployment.apps/shop/web": "Synced", "argocd  Namespace/shop": "Synced",

@@ -16,7 +16,7 @@ import (
 // helper. A request of another version is refused, so a truce and a helper
 // built from different commits fail with a clear error instead of
 // misreading each other.
-const ProtocolVersion = 4
+const ProtocolVersion = 5
 
 // The operations of the protocol.
 const (
@@ -38,10 +38,16 @@ const (
 	OpGenerate = "generate"
 	// OpMutateExisting runs Kyverno's background mutate-existing processor
 	// for MutatingPolicies with spec.evaluation.mutateExisting (version
-	// 3): without a trigger it answers the policies; with one, the updates
-	// of existing objects Kyverno makes for the UpdateRequest an admission
-	// of the trigger creates.
+	// 3) and its mutate-existing controller for ClusterPolicy/Policy rules
+	// with mutate.targets (version 5): without a trigger it answers the
+	// policies; with one, the updates of existing objects Kyverno makes
+	// for the UpdateRequest an admission of the trigger creates.
 	OpMutateExisting = "mutateExisting"
+	// OpDeleting runs Kyverno's deleting controller for DeletingPolicies
+	// (version 5): without a Policy it answers the policies (kinds,
+	// schedules); with one, the objects the controller deletes when that
+	// policy's schedule comes. truce decides when.
+	OpDeleting = "deleting"
 )
 
 // Request is one line on the helper's standard input.
@@ -52,7 +58,7 @@ type Request struct {
 	Load   *LoadRequest   `json:"load,omitempty"`
 	Review *ReviewRequest `json:"review,omitempty"`
 	Set    string         `json:"set,omitempty"`
-	// Generate is the body of OpGenerate and OpMutateExisting.
+	// Generate is the body of OpGenerate, OpMutateExisting and OpDeleting.
 	Generate *BackgroundRequest `json:"generate,omitempty"`
 	// AdmissionPolicies is the body of OpAdmissionPolicies.
 	AdmissionPolicies *AdmissionPoliciesRequest `json:"admissionPolicies,omitempty"`
@@ -92,9 +98,12 @@ type ReviewRequest struct {
 // a change of a synchronized source or downstream object) and the helper
 // only what it then writes.
 type BackgroundRequest struct {
-	// Policies are ClusterPolicies, Policies and GeneratingPolicies
-	// (cluster-wide and namespaced); ClusterPolicies and Policies without
-	// generate rules are ignored.
+	// Policies are what the operation runs: for OpGenerate ClusterPolicies,
+	// Policies (those without generate rules are ignored) and
+	// GeneratingPolicies; for OpMutateExisting MutatingPolicies and
+	// ClusterPolicies/Policies with mutate.targets; for OpDeleting
+	// DeletingPolicies and the CEL PolicyExceptions (cluster-wide and
+	// namespaced kinds throughout).
 	Policies []json.RawMessage `json:"policies"`
 	// Resources is the cluster's discovery: the generate controller maps
 	// kinds to resources through it.
@@ -115,7 +124,8 @@ type BackgroundRequest struct {
 	// MutatingPolicies' ApplyConfigurations need them.
 	OpenAPI map[string][]byte `json:"openAPI,omitempty"`
 	// Policy and Rule, when set, restrict the run to one rule (the
-	// UpdateRequest's rule context). Policy is "name" or "namespace/name".
+	// UpdateRequest's rule context; for OpDeleting, the policy whose
+	// schedule came). Policy is "name" or "namespace/name".
 	Policy string `json:"policy,omitempty"`
 	Rule   string `json:"rule,omitempty"`
 }
@@ -146,6 +156,8 @@ type BackgroundRule struct {
 	// ("group/version/Kind"; its targetMatchConstraints, else its
 	// matchConstraints).
 	Targets []string `json:"targets,omitempty"`
+	// Schedule is a DeletingPolicy's cron schedule.
+	Schedule string `json:"schedule,omitempty"`
 	// CEL: the rule is a CEL policy (Rule is empty), whose CEL
 	// generator may read any object: truce sends it every live object of
 	// the kinds the cluster and repository hold.
@@ -159,7 +171,7 @@ type BackgroundRule struct {
 
 // Write is one write of Kyverno's background controller.
 type Write struct {
-	// Op is "create" or "update".
+	// Op is "create", "update" or "delete".
 	Op     string          `json:"op"`
 	Object json.RawMessage `json:"object"`
 }
@@ -218,7 +230,7 @@ func DecodeRequest(line []byte) (*Request, error) {
 		if r.Set == "" {
 			return &r, errors.New("unload: no set")
 		}
-	case OpGenerate, OpMutateExisting:
+	case OpGenerate, OpMutateExisting, OpDeleting:
 		if r.Generate == nil {
 			return &r, fmt.Errorf("%s: no generate field", r.Op)
 		}

@@ -9,26 +9,30 @@ func TestDecodeRequest(t *testing.T) {
 	tests := []struct {
 		name, line, wantErr string
 	}{
-		{name: "hello", line: `{"v":4,"id":1,"op":"hello"}`},
-		{name: "load", line: `{"v":4,"id":2,"op":"load","load":{"objects":[]}}`},
-		{name: "review", line: `{"v":4,"id":3,"op":"review","review":{"set":"s","path":"/mutate","review":{}}}`},
-		{name: "unload", line: `{"v":4,"id":4,"op":"unload","set":"s"}`},
-		{name: "other version", line: `{"v":1,"op":"hello"}`, wantErr: "protocol version 1, this helper speaks 4"},
+		{name: "hello", line: `{"v":5,"id":1,"op":"hello"}`},
+		{name: "load", line: `{"v":5,"id":2,"op":"load","load":{"objects":[]}}`},
+		{name: "review", line: `{"v":5,"id":3,"op":"review","review":{"set":"s","path":"/mutate","review":{}}}`},
+		{name: "unload", line: `{"v":5,"id":4,"op":"unload","set":"s"}`},
+		{name: "other version", line: `{"v":1,"op":"hello"}`, wantErr: "protocol version 1, this helper speaks 5"},
 		{name: "no version", line: `{"op":"hello"}`, wantErr: "protocol version 0"},
-		{name: "unknown op", line: `{"v":4,"op":"apply"}`, wantErr: `unknown operation "apply"`},
-		{name: "load without body", line: `{"v":4,"op":"load"}`, wantErr: "no load field"},
-		{name: "review without set", line: `{"v":4,"op":"review","review":{"path":"/mutate","review":{}}}`, wantErr: "set, path and review are required"},
-		{name: "unload without set", line: `{"v":4,"op":"unload"}`, wantErr: "no set"},
-		{name: "generate rules", line: `{"v":4,"id":5,"op":"generate","generate":{"policies":[]}}`},
-		{name: "generate for a trigger", line: `{"v":4,"id":6,"op":"generate","generate":{"policies":[],"trigger":{"kind":"Namespace"},"operation":"CREATE"}}`},
-		{name: "generate without body", line: `{"v":4,"op":"generate"}`, wantErr: "no generate field"},
-		{name: "generate for a deletion", line: `{"v":4,"op":"generate","generate":{"trigger":{},"operation":"DELETE"}}`, wantErr: `operation "DELETE", want CREATE or UPDATE`},
-		{name: "mutate existing", line: `{"v":4,"id":7,"op":"mutateExisting","generate":{"policies":[],"trigger":{"kind":"ConfigMap"},"operation":"UPDATE"}}`},
-		{name: "mutate existing without body", line: `{"v":4,"op":"mutateExisting"}`, wantErr: "mutateExisting: no generate field"},
-		{name: "version 2", line: `{"v":2,"op":"hello"}`, wantErr: "protocol version 2, this helper speaks 4"},
-		{name: "version 3", line: `{"v":3,"op":"hello"}`, wantErr: "protocol version 3, this helper speaks 4"},
-		{name: "admission policies", line: `{"v":4,"id":8,"op":"admissionPolicies","admissionPolicies":{"objects":[],"generateValidatingAdmissionPolicy":true}}`},
-		{name: "admission policies without body", line: `{"v":4,"op":"admissionPolicies"}`, wantErr: "no admissionPolicies field"},
+		{name: "unknown op", line: `{"v":5,"op":"apply"}`, wantErr: `unknown operation "apply"`},
+		{name: "load without body", line: `{"v":5,"op":"load"}`, wantErr: "no load field"},
+		{name: "review without set", line: `{"v":5,"op":"review","review":{"path":"/mutate","review":{}}}`, wantErr: "set, path and review are required"},
+		{name: "unload without set", line: `{"v":5,"op":"unload"}`, wantErr: "no set"},
+		{name: "generate rules", line: `{"v":5,"id":5,"op":"generate","generate":{"policies":[]}}`},
+		{name: "generate for a trigger", line: `{"v":5,"id":6,"op":"generate","generate":{"policies":[],"trigger":{"kind":"Namespace"},"operation":"CREATE"}}`},
+		{name: "generate without body", line: `{"v":5,"op":"generate"}`, wantErr: "no generate field"},
+		{name: "generate for a deletion", line: `{"v":5,"op":"generate","generate":{"trigger":{},"operation":"DELETE"}}`, wantErr: `operation "DELETE", want CREATE or UPDATE`},
+		{name: "mutate existing", line: `{"v":5,"id":7,"op":"mutateExisting","generate":{"policies":[],"trigger":{"kind":"ConfigMap"},"operation":"UPDATE"}}`},
+		{name: "mutate existing without body", line: `{"v":5,"op":"mutateExisting"}`, wantErr: "mutateExisting: no generate field"},
+		{name: "version 2", line: `{"v":2,"op":"hello"}`, wantErr: "protocol version 2, this helper speaks 5"},
+		{name: "version 3", line: `{"v":3,"op":"hello"}`, wantErr: "protocol version 3, this helper speaks 5"},
+		{name: "version 4", line: `{"v":4,"op":"deleting","generate":{}}`, wantErr: "protocol version 4, this helper speaks 5"},
+		{name: "admission policies", line: `{"v":5,"id":8,"op":"admissionPolicies","admissionPolicies":{"objects":[],"generateValidatingAdmissionPolicy":true}}`},
+		{name: "admission policies without body", line: `{"v":5,"op":"admissionPolicies"}`, wantErr: "no admissionPolicies field"},
+		{name: "deleting policies", line: `{"v":5,"id":8,"op":"deleting","generate":{"policies":[]}}`},
+		{name: "deleting for a policy", line: `{"v":5,"id":9,"op":"deleting","generate":{"policies":[],"policy":"cleanup","objects":[]}}`},
+		{name: "deleting without body", line: `{"v":5,"op":"deleting"}`, wantErr: "deleting: no generate field"},
 		{name: "not JSON", line: `hello`, wantErr: "decoding a request"},
 	}
 	for _, tt := range tests {
@@ -46,13 +50,14 @@ func TestDecodeRequest(t *testing.T) {
 
 func FuzzDecodeRequest(f *testing.F) {
 	for _, s := range []string{
-		`{"v":4,"id":1,"op":"hello"}`,
-		`{"v":4,"id":2,"op":"load","load":{"objects":[{"kind":"Namespace"}],"caBundle":"AA=="}}`,
-		`{"v":4,"id":3,"op":"review","review":{"set":"s","path":"/mutate","review":{}}}`,
-		`{"v":4,"op":"unload","set":"x"}`,
-		`{"v":4,"op":"load","load":null}`,
-		`{"v":4,"op":"generate","generate":{"policies":[],"trigger":{"kind":"Namespace"},"operation":"CREATE"}}`,
-		`{"v":4,"op":"admissionPolicies","admissionPolicies":{"objects":[{"kind":"MutatingPolicy"}]}}`,
+		`{"v":5,"id":1,"op":"hello"}`,
+		`{"v":5,"id":2,"op":"load","load":{"objects":[{"kind":"Namespace"}],"caBundle":"AA=="}}`,
+		`{"v":5,"id":3,"op":"review","review":{"set":"s","path":"/mutate","review":{}}}`,
+		`{"v":5,"op":"unload","set":"x"}`,
+		`{"v":5,"op":"load","load":null}`,
+		`{"v":5,"op":"generate","generate":{"policies":[],"trigger":{"kind":"Namespace"},"operation":"CREATE"}}`,
+		`{"v":5,"op":"admissionPolicies","admissionPolicies":{"objects":[{"kind":"MutatingPolicy"}]}}`,
+		`{"v":5,"op":"deleting","generate":{"policies":[],"policy":"cleanup"}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -72,7 +77,7 @@ func FuzzDecodeRequest(f *testing.F) {
 			if req.Review == nil || req.Review.Set == "" {
 				t.Fatal("review without a set accepted")
 			}
-		case OpGenerate, OpMutateExisting:
+		case OpGenerate, OpMutateExisting, OpDeleting:
 			if req.Generate == nil {
 				t.Fatal("generate without a generate field accepted")
 			}

@@ -21,9 +21,10 @@ import (
 )
 
 // fakeCluster is the cluster Kyverno's background controllers see for
-// one request: the trigger and the objects truce sent, behind fake
-// clients with the cluster's discovery. What the controllers write lands
-// here and is read back as the answer's writes.
+// one request: the trigger (none for a scheduled controller) and the
+// objects truce sent, behind fake clients with the cluster's discovery.
+// What the controllers write lands here and is read back as the answer's
+// writes.
 type fakeCluster struct {
 	client  dclient.Interface
 	kube    *kubefake.Clientset
@@ -34,9 +35,12 @@ type fakeCluster struct {
 }
 
 func newFakeCluster(ctx context.Context, req *protocol.BackgroundRequest) (*fakeCluster, error) {
-	fc := &fakeCluster{trigger: &unstructured.Unstructured{}, sent: map[schema.GroupVersionKind]map[[2]string]*unstructured.Unstructured{}}
-	if err := fc.trigger.UnmarshalJSON(req.Trigger); err != nil {
-		return nil, fmt.Errorf("the trigger: %w", err)
+	fc := &fakeCluster{sent: map[schema.GroupVersionKind]map[[2]string]*unstructured.Unstructured{}}
+	if len(req.Trigger) > 0 {
+		fc.trigger = &unstructured.Unstructured{}
+		if err := fc.trigger.UnmarshalJSON(req.Trigger); err != nil {
+			return nil, fmt.Errorf("the trigger: %w", err)
+		}
 	}
 	objects := make([]runtime.Object, 0, len(req.Objects)+1)
 	keep := func(u *unstructured.Unstructured) {
@@ -51,7 +55,9 @@ func newFakeCluster(ctx context.Context, req *protocol.BackgroundRequest) (*fake
 		fc.sent[gvk][key] = u
 		objects = append(objects, u.DeepCopy())
 	}
-	keep(fc.trigger)
+	if fc.trigger != nil {
+		keep(fc.trigger)
+	}
 	for i, raw := range req.Objects {
 		u := &unstructured.Unstructured{}
 		if err := u.UnmarshalJSON(raw); err != nil {

@@ -179,24 +179,32 @@ func generateRules(p kyvernov1.PolicyInterface) []protocol.BackgroundRule {
 				entries = append(entries, f.Context...)
 			}
 		}
-		for _, e := range entries {
-			switch {
-			case e.APICall != nil && e.APICall.Service != nil:
-				why = append(why, fmt.Sprintf("context entry %q calls the service %s", e.Name, e.APICall.Service.URL))
-			case e.APICall != nil && e.APICall.URLPath != "":
-				why = append(why, fmt.Sprintf("context entry %q reads %s from the API server, which the generate controller is not given offline", e.Name, e.APICall.URLPath))
-			case e.ImageRegistry != nil:
-				why = append(why, fmt.Sprintf("context entry %q reads image data from a registry", e.Name))
-			case e.GlobalReference != nil:
-				why = append(why, fmt.Sprintf("context entry %q reads the global context entry %s", e.Name, e.GlobalReference.Name))
-			case e.ConfigMap != nil:
-				why = append(why, fmt.Sprintf("context entry %q reads the ConfigMap %s/%s, which the generate controller is not given offline", e.Name, e.ConfigMap.Namespace, e.ConfigMap.Name))
-			}
-		}
+		why = append(why, contextReasons(entries, "the generate controller")...)
 		r.Unpredictable = strings.Join(why, "; ")
 		out = append(out, r)
 	}
 	return out
+}
+
+// contextReasons names the context entries a background controller
+// (who) cannot be given offline.
+func contextReasons(entries []kyvernov1.ContextEntry, who string) []string {
+	var why []string
+	for _, e := range entries {
+		switch {
+		case e.APICall != nil && e.APICall.Service != nil:
+			why = append(why, fmt.Sprintf("context entry %q calls the service %s", e.Name, e.APICall.Service.URL))
+		case e.APICall != nil && e.APICall.URLPath != "":
+			why = append(why, fmt.Sprintf("context entry %q reads %s from the API server, which %s is not given offline", e.Name, e.APICall.URLPath, who))
+		case e.ImageRegistry != nil:
+			why = append(why, fmt.Sprintf("context entry %q reads image data from a registry", e.Name))
+		case e.GlobalReference != nil:
+			why = append(why, fmt.Sprintf("context entry %q reads the global context entry %s", e.Name, e.GlobalReference.Name))
+		case e.ConfigMap != nil:
+			why = append(why, fmt.Sprintf("context entry %q reads the ConfigMap %s/%s, which %s is not given offline", e.Name, e.ConfigMap.Namespace, e.ConfigMap.Name, who))
+		}
+	}
+	return why
 }
 
 // matchKinds are the kinds of a rule's match block, any and all included,

@@ -116,6 +116,13 @@ func handle(ctx context.Context, sets *sets, req *protocol.Request) (resp *proto
 			return resp
 		}
 		resp.AdmissionPolicies = a
+	case protocol.OpDeleting:
+		g, err := runDeleting(ctx, req.Generate)
+		if err != nil {
+			resp.Error = err.Error()
+			return resp
+		}
+		resp.Generate = g
 	}
 	return resp
 }

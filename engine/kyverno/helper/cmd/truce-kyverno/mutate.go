@@ -57,7 +57,8 @@ func mutateExistingRule(p policiesv1beta1.MutatingPolicyLike, resources []*metav
 }
 
 // runMutateExisting answers OpMutateExisting: the MutatingPolicies that
-// mutate existing objects, and, for a trigger, the updates Kyverno makes
+// mutate existing objects (and the ClusterPolicies and Policies with
+// mutate.targets, mutate_targets.go), and, for a trigger, the updates Kyverno makes
 // for it. As Kyverno's MutatingPolicy admission handler does, the engine
 // says which mutate-existing policies the trigger's admission matches
 // (MatchedMutateExistingPolicies); for each, an UpdateRequest of type
@@ -71,6 +72,20 @@ func runMutateExisting(ctx context.Context, req *protocol.BackgroundRequest) (*p
 	}
 	cel := sortCEL(d.kyverno)
 	resp := &protocol.BackgroundResponse{}
+	// ClusterPolicies and Policies with mutate.targets: Kyverno's older
+	// mutate-existing controller (mutate_targets.go).
+	legacy := mutateTargetPolicies(d.kyverno)
+	for _, p := range legacy {
+		resp.Rules = append(resp.Rules, mutateTargetRules(p)...)
+	}
+	for _, p := range legacy {
+		if len(req.Trigger) > 0 && policyKey(p) == req.Policy {
+			if err := runMutateTargets(ctx, req, p, resp); err != nil {
+				return nil, err
+			}
+			return resp, nil
+		}
+	}
 	var mpols []policiesv1beta1.MutatingPolicyLike
 	var objs []runtime.Object
 	for _, p := range cel.mpols {
