@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
 
 	"github.com/truce-dev/truce/manifest"
 )
@@ -34,7 +35,9 @@ const (
 // the Pods of a Deployment of the input with fewer than two replicas; and
 // Kyverno's admission controller with one replica while policies of the
 // input make Kyverno register fail-closed webhooks (Kyverno writes its
-// webhook configurations at run time, so they are not in the repository).
+// webhook configurations at run time, so they are not in the repository);
+// and the same read from the Helm values of Argo CD Applications that
+// install Kyverno's or Gatekeeper's chart.
 func checkFailClosedSingleReplica(_ context.Context, in *Input) ([]Finding, error) {
 	deploys, err := replicaSets(in)
 	if err != nil {
@@ -55,6 +58,11 @@ func checkFailClosedSingleReplica(_ context.Context, in *Input) ([]Finding, erro
 	if err != nil {
 		return nil, err
 	}
+	charts, err := checkChartReplicas(in)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, charts...)
 	failing := kyvernoFailClosedPolicies(in)
 	if len(failing) == 0 {
 		return out, nil
@@ -181,4 +189,121 @@ func kyvernoFailClosedPolicies(in *Input) []string {
 		}
 	}
 	return out
+}
+
+// Gatekeeper's Helm chart.
+const (
+	gatekeeperChart           = "gatekeeper"
+	gatekeeperChartRepository = "open-policy-agent.github.io/gatekeeper/charts"
+)
+
+// chartValues returns the Helm values of an Application's sources
+// (helm.valuesObject, or helm.values parsed as YAML), merged in order.
+func chartValues(o manifest.Object) (map[string]any, error) {
+	var sources []any
+	if s, ok, _ := unstructured.NestedMap(o.Object.Object, "spec", "source"); ok {
+		sources = append(sources, s)
+	}
+	if ss, ok, _ := unstructured.NestedSlice(o.Object.Object, "spec", "sources"); ok {
+		sources = append(sources, ss...)
+	}
+	out := map[string]any{}
+	for _, s := range sources {
+		src, _ := s.(map[string]any)
+		if v, ok, _ := unstructured.NestedMap(src, "helm", "valuesObject"); ok {
+			mergeValues(out, v)
+		}
+		if text, ok, _ := unstructured.NestedString(src, "helm", "values"); ok && text != "" {
+			v := map[string]any{}
+			if err := yaml.Unmarshal([]byte(text), &v); err != nil {
+				return nil, fmt.Errorf("%s: spec.source.helm.values: %w", where(o), err)
+			}
+			mergeValues(out, v)
+		}
+	}
+	return out, nil
+}
+
+func mergeValues(into, from map[string]any) {
+	for k, v := range from {
+		if m, ok := v.(map[string]any); ok {
+			if dst, ok := into[k].(map[string]any); ok {
+				mergeValues(dst, m)
+				continue
+			}
+		}
+		into[k] = v
+	}
+}
+
+// valueInt reads a number of Helm values at path.
+func valueInt(values map[string]any, path ...string) (int64, bool) {
+	v, ok, _ := unstructured.NestedFieldNoCopy(values, path...)
+	switch n := v.(type) {
+	case int64:
+		return n, ok
+	case float64:
+		return int64(n), ok
+	case int:
+		return int64(n), ok
+	}
+	return 0, false
+}
+
+// checkChartReplicas: an Argo CD Application installing Kyverno's chart
+// whose values leave its admission controller at one replica (the chart's
+// default: Kyverno's policies fail closed by default), or Gatekeeper's
+// chart whose values make a webhook fail closed with fewer than two
+// replicas of its controller manager (3 by default).
+func checkChartReplicas(in *Input) ([]Finding, error) {
+	apps, objs, err := argoApplications(in)
+	if err != nil {
+		return nil, err
+	}
+	var out []Finding
+	for i, app := range apps {
+		o := objs[i]
+		if src := kyvernoChartSource(app); src != "" {
+			values, err := chartValues(o)
+			if err != nil {
+				return nil, err
+			}
+			what := "1 replica (admissionController.replicas unset, the chart's default)"
+			if n, ok := valueInt(values, "admissionController", "replicas"); ok {
+				if n >= 2 {
+					continue
+				}
+				what = fmt.Sprintf("%d replica(s) (admissionController.replicas)", n)
+			}
+			out = append(out, finding(o, fmt.Sprintf("Application %q installs Kyverno's Helm chart (%s) with its admission controller at %s; Kyverno's policies fail closed by default",
+				app.Name, src, what), whyFailClosedSingleReplica, fixFailClosedSingleReplica))
+			continue
+		}
+		for _, s := range app.Sources {
+			if s.Chart != gatekeeperChart || !strings.Contains(strings.ToLower(s.RepoURL), gatekeeperChartRepository) {
+				continue
+			}
+			values, err := chartValues(o)
+			if err != nil {
+				return nil, err
+			}
+			n, ok := valueInt(values, "replicas")
+			if !ok || n >= 2 {
+				break
+			}
+			var closed []string
+			for _, key := range []string{"validatingWebhookFailurePolicy", "mutatingWebhookFailurePolicy"} {
+				if v, _, _ := unstructured.NestedString(values, key); v == "Fail" {
+					closed = append(closed, key+": Fail")
+				}
+			}
+			if len(closed) == 0 {
+				break
+			}
+			out = append(out, finding(o, fmt.Sprintf("Application %q installs Gatekeeper's Helm chart with %s and replicas: %d",
+				app.Name, strings.Join(closed, ", "), n), whyFailClosedSingleReplica, fixFailClosedSingleReplica))
+			break
+		}
+	}
+	return out, nil
 }

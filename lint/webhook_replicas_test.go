@@ -79,6 +79,19 @@ spec:
     validate: {message: m, pattern: {metadata: {labels: {team: "?*"}}}}
 `
 	}
+	app := func(source, helm string) string {
+		return `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: engine, namespace: argocd}
+spec:
+  project: default
+  source:
+    ` + source + `
+    helm:
+      ` + helm + `
+  destination: {server: https://kubernetes.default.svc, namespace: engine}
+`
+	}
 	tests := []struct {
 		name string
 		docs []string
@@ -96,6 +109,15 @@ spec:
 			[]string{"Kyverno's admission controller runs with 1 replica (spec.replicas unset) while ClusterPolicy require-labels fail closed"}},
 		{"Kyverno with a fail-open ClusterPolicy", []string{kyverno(""), policy("failurePolicy: Ignore")}, nil},
 		{"Kyverno with three replicas", []string{kyverno("replicas: 3"), policy("")}, nil},
+		{"Kyverno's chart by Argo CD, replicas unset", []string{app("repoURL: https://kyverno.github.io/kyverno/\n    chart: kyverno\n    targetRevision: 3.7.1", "valuesObject: {}")},
+			[]string{`Application "engine" installs Kyverno's Helm chart`, "admission controller at 1 replica (admissionController.replicas unset"}},
+		{"Kyverno's chart by Argo CD, values text with 3", []string{app("repoURL: https://kyverno.github.io/kyverno/\n    chart: kyverno\n    targetRevision: 3.7.1",
+			"values: |\n        admissionController:\n          replicas: 3")}, nil},
+		{"Gatekeeper's chart failing closed with one replica", []string{app("repoURL: https://open-policy-agent.github.io/gatekeeper/charts\n    chart: gatekeeper\n    targetRevision: 3.23.1",
+			"valuesObject: {replicas: 1, validatingWebhookFailurePolicy: Fail}")},
+			[]string{`installs Gatekeeper's Helm chart with validatingWebhookFailurePolicy: Fail and replicas: 1`}},
+		{"Gatekeeper's chart failing open with one replica", []string{app("repoURL: https://open-policy-agent.github.io/gatekeeper/charts\n    chart: gatekeeper\n    targetRevision: 3.23.1",
+			"valuesObject: {replicas: 1}")}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
