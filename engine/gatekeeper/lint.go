@@ -122,7 +122,7 @@ func mutateWith(ctx context.Context, sys *mutation.System, obj *unstructured.Uns
 		Operation: admissionv1.Create,
 	}
 	if _, err := sys.Mutate(ctx, mutable); err != nil {
-		return nil, fmt.Errorf("Gatekeeper's mutation of %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		return nil, fmt.Errorf("mutating %s %s with Gatekeeper: %w", obj.GetKind(), obj.GetName(), err)
 	}
 	return out, nil
 }
