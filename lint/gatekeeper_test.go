@@ -2,11 +2,16 @@ package lint
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/truce-dev/truce/engine/gatekeeper"
 	"github.com/truce-dev/truce/manifest"
 )
 
@@ -97,5 +102,68 @@ spec:
 				}
 			}
 		})
+	}
+}
+
+// notConverging answers Gatekeeper's ErrNotConverging for the whole
+// mutation, as no known set of real mutators does, and runs each mutator
+// alone for real.
+type notConverging struct{ gatekeeperRunner }
+
+func (n notConverging) Mutate(context.Context, *unstructured.Unstructured, *corev1.Namespace) (*unstructured.Unstructured, error) {
+	return nil, fmt.Errorf("mutating with Gatekeeper: %w: mutation … not converging", gatekeeper.ErrNotConverging)
+}
+
+// TestGatekeeperNotConverging: the finding names the mutators that change
+// the object, on the first of them.
+func TestGatekeeperNotConverging(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "testdata.yaml")
+	docs := `apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata: {name: a}
+spec:
+  applyTo: [{groups: [""], kinds: [Pod], versions: [v1]}]
+  location: spec.dnsPolicy
+  parameters: {assign: {value: Default}}
+---
+apiVersion: mutations.gatekeeper.sh/v1
+kind: AssignMetadata
+metadata: {name: b}
+spec:
+  location: metadata.labels.b
+  parameters: {assign: {value: "1"}}
+---
+apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata: {name: c}
+spec:
+  applyTo: [{groups: [""], kinds: [Pod], versions: [v1]}]
+  location: spec.dnsPolicy
+  parameters:
+    pathTests: [{subPath: spec.dnsPolicy, condition: MustExist}]
+    assign: {value: Default}
+`
+	if err := os.WriteFile(path, []byte(docs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := manifest.LoadPaths(context.Background(), []string{path}, manifest.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gatekeeperSetup(&Input{Objects: objs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.run = notConverging{g.run}
+	fs := g.failures(context.Background())
+	if len(fs) != 1 {
+		t.Fatalf("findings %+v, want 1", fs)
+	}
+	msg := strings.ReplaceAll(fs[0].Message, filepath.Dir(path)+"/", "")
+	// a and b change the probe Pod; c's pathTest keeps it off, the probe
+	// having no dnsPolicy.
+	want := "Gatekeeper's mutators do not converge on a probe Pod in namespace default: Assign a (testdata.yaml:1), AssignMetadata b (testdata.yaml:9) keep changing it"
+	if msg != want || !strings.HasSuffix(fs[0].Source, "testdata.yaml:1") {
+		t.Errorf("finding at %s: %q, want at line 1: %q", fs[0].Source, msg, want)
 	}
 }
