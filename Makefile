@@ -36,7 +36,7 @@ kyverno-cli:
 
 # OPA Gatekeeper's CLI at the version go.mod pins, built as its own module
 # (with Gatekeeper's own dependencies, from the module proxy): the judge of
-# engine/gatekeeper's TestGator and TestLibrary, which compare with its
+# engine/gatekeeper's TestGator, TestLibrary and TestGatorExpand, which compare with its
 # recorded answers in unit and ask it live in e2e through $$TRUCE_GATOR.
 # A cold build is about 13 CPU-minutes.
 gator:
@@ -79,14 +79,14 @@ $(TOOLS)/staticcheck:
 
 # The e2e suites start kube-apiserver v1.37.2 with etcd in-process; the first
 # build compiles kube-apiserver (~12 minutes on 2 cores, cached afterwards).
-# engine/kyverno's TestCLICorpus and engine/gatekeeper's TestGator and
-# TestLibrary run in unit against the engines' CLIs' recorded answers; here
+# engine/kyverno's TestCLICorpus and engine/gatekeeper's TestGator,
+# TestLibrary and TestGatorExpand (mutation, by gator expand) run in unit against the engines' CLIs' recorded answers; here
 # they ask the CLIs themselves (bin/kyverno, built from the helper's module;
 # bin/gator), so the recordings cannot go stale.
 e2e: helper kyverno-cli gator
 	TRUCE_KYVERNO=$(CURDIR)/bin/truce-kyverno $(GO) test -tags e2e -count=1 -timeout 80m ./e2e/...
 	TRUCE_KYVERNO=$(CURDIR)/bin/truce-kyverno TRUCE_KYVERNO_CLI=$(CURDIR)/bin/kyverno $(GO) test -count=1 -timeout 30m -run TestCLICorpus ./engine/kyverno
-	TRUCE_GATOR=$(CURDIR)/bin/gator $(GO) test -count=1 -timeout 30m -run 'TestGator|TestLibrary' ./engine/gatekeeper
+	TRUCE_GATOR=$(CURDIR)/bin/gator $(GO) test -count=1 -timeout 30m -run 'TestGator|TestLibrary|TestGatorExpand' ./engine/gatekeeper
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./admission/

@@ -78,6 +78,7 @@ spec:
   template:
     metadata: {labels: {app: web}}
     spec:
+      securityContext: {supplementalGroups: [1]}
       containers:
       - name: web
         image: nginx:1.27
@@ -189,6 +190,39 @@ spec:
 `,
 		namespace: "apps",
 		want:      map[string]any{"/spec/template/spec/containers/0/args": []any{"--a", "--b"}},
+	}, {
+		// The API server stores a ModifySet with its CRD's default
+		// operation, merge, and Gatekeeper's controller reads that.
+		name: "ModifySet without operation merges",
+		policies: `
+apiVersion: mutations.gatekeeper.sh/v1
+kind: ModifySet
+metadata: {name: args}
+spec:
+  applyTo: [{groups: [apps], kinds: [Deployment], versions: [v1]}]
+  location: "spec.template.spec.containers[name: *].args"
+  parameters:
+    values: {fromList: ["--b"]}
+`,
+		namespace: "apps",
+		want:      map[string]any{"/spec/template/spec/containers/0/args": []any{"--a", "--b"}},
+	}, {
+		// Numbers of a mutator read from YAML are compared with the
+		// object's as Kubernetes decodes both: 1 is already there.
+		name: "ModifySet merges a number the list holds once",
+		policies: `
+apiVersion: mutations.gatekeeper.sh/v1
+kind: ModifySet
+metadata: {name: groups}
+spec:
+  applyTo: [{groups: [apps], kinds: [Deployment], versions: [v1]}]
+  location: spec.template.spec.securityContext.supplementalGroups
+  parameters:
+    operation: merge
+    values: {fromList: [1, 1000]}
+`,
+		namespace: "apps",
+		want:      map[string]any{"/spec/template/spec/securityContext/supplementalGroups": []any{int64(1), int64(1000)}},
 	}, {
 		name: "AssignImage changes the domain",
 		policies: `

@@ -12,8 +12,13 @@ import (
 	"github.com/open-policy-agent/gatekeeper/v3/pkg/mutation/mutators"
 	"github.com/open-policy-agent/gatekeeper/v3/pkg/mutation/schema"
 	"github.com/open-policy-agent/gatekeeper/v3/pkg/mutation/types"
+	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 const (
@@ -103,7 +108,12 @@ func mutationSystem(objs []*unstructured.Unstructured) (*mutation.System, []erro
 		if !ok {
 			continue
 		}
-		m, err := build(o)
+		st, err := stored(o)
+		if err != nil {
+			errs = append(errs, &MutatorError{Kind: o.GetKind(), Name: o.GetName(), Err: err})
+			continue
+		}
+		m, err := build(st)
 		if err != nil {
 			errs = append(errs, &MutatorError{Kind: o.GetKind(), Name: o.GetName(), Err: err})
 			continue
@@ -116,4 +126,59 @@ func mutationSystem(objs []*unstructured.Unstructured) (*mutation.System, []erro
 		}
 	}
 	return sys, errs
+}
+
+// mutatorSchemas are the structural schemas of the mutator kinds' versions
+// in the CRDs Gatekeeper ships: the API server stores a mutator with its
+// CRD's defaults applied (a ModifySet's operation defaults to merge), and
+// Gatekeeper's controller reads the stored object.
+var mutatorSchemas = func() map[k8sschema.GroupVersionKind]*structuralschema.Structural {
+	out := map[k8sschema.GroupVersionKind]*structuralschema.Structural{}
+	for _, o := range shipped {
+		if o.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, crd); err != nil {
+			panic(fmt.Sprintf("decoding Gatekeeper's CRD %s: %v", o.GetName(), err))
+		}
+		if crd.Spec.Group != mutationsGroup {
+			continue
+		}
+		for _, v := range crd.Spec.Versions {
+			if v.Schema == nil {
+				continue
+			}
+			internal := &apiextensionsinternal.CustomResourceValidation{}
+			if err := apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(v.Schema, internal, nil); err != nil {
+				panic(fmt.Sprintf("converting the schema of Gatekeeper's CRD %s: %v", crd.Name, err))
+			}
+			s, err := structuralschema.NewStructural(internal.OpenAPIV3Schema)
+			if err != nil {
+				panic(fmt.Sprintf("the schema of Gatekeeper's CRD %s is not structural: %v", crd.Name, err))
+			}
+			out[k8sschema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}] = s
+		}
+	}
+	return out
+}()
+
+// stored is the mutator as Gatekeeper's controller reads it from the API
+// server: defaulted by its CRD's schema of the version it was written in,
+// and decoded from JSON as Kubernetes decodes it, integers as int64 (a
+// mutator read from YAML as float64 numbers would not find the object's
+// int64 values equal: a ModifySet would merge a number twice).
+func stored(o *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	raw, err := o.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	out := &unstructured.Unstructured{}
+	if err := out.UnmarshalJSON(raw); err != nil {
+		return nil, err
+	}
+	if s, ok := mutatorSchemas[out.GroupVersionKind()]; ok {
+		structuraldefaulting.Default(out.Object, s)
+	}
+	return out, nil
 }

@@ -1,0 +1,309 @@
+package lint
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/truce-dev/truce/manifest"
+)
+
+// RuleWebhookFailClosedSingleReplica reports a fail-closed webhook served
+// by a single replica.
+const RuleWebhookFailClosedSingleReplica = "webhook-fail-closed-single-replica"
+
+const (
+	whyFailClosedSingleReplica = "With failurePolicy Fail every write the webhook matches is rejected while its server is unreachable. " +
+		"With one replica that is every rollout of the server, every eviction of its Pod (a node drain, a cluster upgrade) and every crash: " +
+		"the writes fail until the new Pod is ready, and the Pod's own replacement may need writes the webhook matches."
+	fixFailClosedSingleReplica = "Run at least two replicas (spec.replicas, or a HorizontalPodAutoscaler's minReplicas) with a PodDisruptionBudget, " +
+		"as the engines' guides advise for production (Gatekeeper's chart runs 3, Kyverno's admission controller should run 3); " +
+		"or use failurePolicy: Ignore if the webhook is not a security boundary."
+	// kyvernoAdmissionController is the Deployment of Kyverno's Helm chart
+	// that serves its admission webhooks.
+	kyvernoAdmissionController = "admission-controller"
+)
+
+// checkFailClosedSingleReplica: a fail-closed webhook whose service selects
+// the Pods of a Deployment of the input with fewer than two replicas; and
+// Kyverno's admission controller with one replica while policies of the
+// input make Kyverno register fail-closed webhooks (Kyverno writes its
+// webhook configurations at run time, so they are not in the repository);
+// and the same read from the Helm values of Argo CD Applications that
+// install Kyverno's or Gatekeeper's chart.
+func checkFailClosedSingleReplica(_ context.Context, in *Input) ([]Finding, error) {
+	deploys, err := replicaSets(in)
+	if err != nil {
+		return nil, err
+	}
+	out, err := forEachWebhook(in, func(c webhookConfig, w webhook) ([]Finding, error) {
+		if !w.failsClosed() || w.service == nil {
+			return nil, nil
+		}
+		d, err := serving(in, deploys, w.service.Namespace, w.service.Name)
+		if err != nil || d == nil || d.replicas >= 2 {
+			return nil, err
+		}
+		msg := fmt.Sprintf("%s fails closed and its service %s/%s is served by %s (%s) with %s", w.label(), w.service.Namespace, w.service.Name,
+			objectName(d.obj.Object), where(d.obj), d.what)
+		return []Finding{finding(c.obj, msg, whyFailClosedSingleReplica, fixFailClosedSingleReplica)}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	charts, err := checkChartReplicas(in)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, charts...)
+	failing := kyvernoFailClosedPolicies(in)
+	if len(failing) == 0 {
+		return out, nil
+	}
+	for _, d := range deploys {
+		l := d.obj.Object.GetLabels()
+		if l["app.kubernetes.io/part-of"] != "kyverno" && !strings.HasPrefix(d.obj.Object.GetName(), "kyverno") {
+			continue
+		}
+		if l["app.kubernetes.io/component"] != kyvernoAdmissionController && !strings.HasSuffix(d.obj.Object.GetName(), kyvernoAdmissionController) {
+			continue
+		}
+		if d.replicas >= 2 {
+			continue
+		}
+		msg := fmt.Sprintf("Kyverno's admission controller runs with %s while %s fail closed: Kyverno registers its webhooks for them with failurePolicy Fail",
+			d.what, strings.Join(failing, ", "))
+		out = append(out, finding(d.obj, msg, whyFailClosedSingleReplica, fixFailClosedSingleReplica))
+	}
+	return out, nil
+}
+
+// replicated is a Deployment or StatefulSet of the input with the replicas
+// it runs with.
+type replicated struct {
+	obj      manifest.Object
+	selector labels.Set // its Pods' labels
+	replicas int32
+	what     string // "1 replica (spec.replicas unset)"
+}
+
+// replicaSets returns the input's Deployments and StatefulSets, with the
+// replicas a HorizontalPodAutoscaler of the input keeps at least.
+func replicaSets(in *Input) ([]replicated, error) {
+	minReplicas := map[string]int32{}
+	for _, o := range in.Objects {
+		if isKind(o, "autoscaling", "HorizontalPodAutoscaler") {
+			kind, _, _ := unstructured.NestedString(o.Object.Object, "spec", "scaleTargetRef", "kind")
+			name, _, _ := unstructured.NestedString(o.Object.Object, "spec", "scaleTargetRef", "name")
+			m, ok, _ := unstructured.NestedInt64(o.Object.Object, "spec", "minReplicas")
+			if !ok {
+				m = 1
+			}
+			minReplicas[o.Object.GetNamespace()+"/"+kind+"/"+name] = int32(m)
+		}
+	}
+	var out []replicated
+	for _, o := range in.Objects {
+		var replicas *int32
+		var template map[string]string
+		switch {
+		case isKind(o, "apps", "Deployment"):
+			var d appsv1.Deployment
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object.Object, &d); err != nil {
+				return nil, fmt.Errorf("%s: decoding Deployment: %w", where(o), err)
+			}
+			replicas, template = d.Spec.Replicas, d.Spec.Template.Labels
+		case isKind(o, "apps", "StatefulSet"):
+			var s appsv1.StatefulSet
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object.Object, &s); err != nil {
+				return nil, fmt.Errorf("%s: decoding StatefulSet: %w", where(o), err)
+			}
+			replicas, template = s.Spec.Replicas, s.Spec.Template.Labels
+		default:
+			continue
+		}
+		r := replicated{obj: o, selector: template, replicas: 1, what: "1 replica (spec.replicas unset)"}
+		if replicas != nil {
+			r.replicas = *replicas
+			r.what = fmt.Sprintf("%d replica(s)", *replicas)
+		}
+		if m, ok := minReplicas[o.Object.GetNamespace()+"/"+o.Object.GetKind()+"/"+o.Object.GetName()]; ok {
+			r.replicas = m
+			r.what = fmt.Sprintf("%d replica(s) at least (HorizontalPodAutoscaler minReplicas)", m)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// serving returns the workload of the input whose Pods the Service
+// namespace/name of the input selects, or nil.
+func serving(in *Input, workloads []replicated, namespace, name string) (*replicated, error) {
+	for _, o := range in.Objects {
+		if !isKind(o, "", "Service") || o.Object.GetNamespace() != namespace || o.Object.GetName() != name {
+			continue
+		}
+		var svc corev1.Service
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object.Object, &svc); err != nil {
+			return nil, fmt.Errorf("%s: decoding Service: %w", where(o), err)
+		}
+		if len(svc.Spec.Selector) == 0 {
+			return nil, nil
+		}
+		sel := labels.SelectorFromSet(svc.Spec.Selector)
+		for i, w := range workloads {
+			if w.obj.Object.GetNamespace() == namespace && sel.Matches(w.selector) {
+				return &workloads[i], nil
+			}
+		}
+	}
+	return nil, nil
+}
+
+// kyvernoFailClosedPolicies names the Kyverno policies of the input that
+// Kyverno serves with a fail-closed webhook: failurePolicy Fail, the
+// default of ClusterPolicy, Policy and the policies.kyverno.io kinds.
+func kyvernoFailClosedPolicies(in *Input) []string {
+	var out []string
+	for _, o := range in.Objects {
+		g := o.Object.GroupVersionKind().Group
+		if g != "kyverno.io" && g != "policies.kyverno.io" {
+			continue
+		}
+		if strings.HasSuffix(o.Object.GetKind(), "Exception") || strings.HasSuffix(o.Object.GetKind(), "Report") {
+			continue
+		}
+		fp, _, _ := unstructured.NestedString(o.Object.Object, "spec", "failurePolicy")
+		if fp == "" {
+			fp, _, _ = unstructured.NestedString(o.Object.Object, "spec", "webhookConfiguration", "failurePolicy")
+		}
+		if fp == "" || fp == "Fail" {
+			out = append(out, objectName(o.Object))
+		}
+	}
+	return out
+}
+
+// Gatekeeper's Helm chart.
+const (
+	gatekeeperChart           = "gatekeeper"
+	gatekeeperChartRepository = "open-policy-agent.github.io/gatekeeper/charts"
+)
+
+// chartValues returns the Helm values of an Application's sources
+// (helm.valuesObject, or helm.values parsed as YAML), merged in order.
+func chartValues(o manifest.Object) (map[string]any, error) {
+	var sources []any
+	if s, ok, _ := unstructured.NestedMap(o.Object.Object, "spec", "source"); ok {
+		sources = append(sources, s)
+	}
+	if ss, ok, _ := unstructured.NestedSlice(o.Object.Object, "spec", "sources"); ok {
+		sources = append(sources, ss...)
+	}
+	out := map[string]any{}
+	for _, s := range sources {
+		src, _ := s.(map[string]any)
+		if v, ok, _ := unstructured.NestedMap(src, "helm", "valuesObject"); ok {
+			mergeValues(out, v)
+		}
+		if text, ok, _ := unstructured.NestedString(src, "helm", "values"); ok && text != "" {
+			v := map[string]any{}
+			if err := yaml.Unmarshal([]byte(text), &v); err != nil {
+				return nil, fmt.Errorf("%s: spec.source.helm.values: %w", where(o), err)
+			}
+			mergeValues(out, v)
+		}
+	}
+	return out, nil
+}
+
+func mergeValues(into, from map[string]any) {
+	for k, v := range from {
+		if m, ok := v.(map[string]any); ok {
+			if dst, ok := into[k].(map[string]any); ok {
+				mergeValues(dst, m)
+				continue
+			}
+		}
+		into[k] = v
+	}
+}
+
+// valueInt reads a number of Helm values at path.
+func valueInt(values map[string]any, path ...string) (int64, bool) {
+	v, ok, _ := unstructured.NestedFieldNoCopy(values, path...)
+	switch n := v.(type) {
+	case int64:
+		return n, ok
+	case float64:
+		return int64(n), ok
+	case int:
+		return int64(n), ok
+	}
+	return 0, false
+}
+
+// checkChartReplicas: an Argo CD Application installing Kyverno's chart
+// whose values leave its admission controller at one replica (the chart's
+// default: Kyverno's policies fail closed by default), or Gatekeeper's
+// chart whose values make a webhook fail closed with fewer than two
+// replicas of its controller manager (3 by default).
+func checkChartReplicas(in *Input) ([]Finding, error) {
+	apps, objs, err := argoApplications(in)
+	if err != nil {
+		return nil, err
+	}
+	var out []Finding
+	for i, app := range apps {
+		o := objs[i]
+		if src := kyvernoChartSource(app); src != "" {
+			values, err := chartValues(o)
+			if err != nil {
+				return nil, err
+			}
+			what := "1 replica (admissionController.replicas unset, the chart's default)"
+			if n, ok := valueInt(values, "admissionController", "replicas"); ok {
+				if n >= 2 {
+					continue
+				}
+				what = fmt.Sprintf("%d replica(s) (admissionController.replicas)", n)
+			}
+			out = append(out, finding(o, fmt.Sprintf("Application %q installs Kyverno's Helm chart (%s) with its admission controller at %s; Kyverno's policies fail closed by default",
+				app.Name, src, what), whyFailClosedSingleReplica, fixFailClosedSingleReplica))
+			continue
+		}
+		for _, s := range app.Sources {
+			if s.Chart != gatekeeperChart || !strings.Contains(strings.ToLower(s.RepoURL), gatekeeperChartRepository) {
+				continue
+			}
+			values, err := chartValues(o)
+			if err != nil {
+				return nil, err
+			}
+			n, ok := valueInt(values, "replicas")
+			if !ok || n >= 2 {
+				break
+			}
+			var closed []string
+			for _, key := range []string{"validatingWebhookFailurePolicy", "mutatingWebhookFailurePolicy"} {
+				if v, _, _ := unstructured.NestedString(values, key); v == "Fail" {
+					closed = append(closed, key+": Fail")
+				}
+			}
+			if len(closed) == 0 {
+				break
+			}
+			out = append(out, finding(o, fmt.Sprintf("Application %q installs Gatekeeper's Helm chart with %s and replicas: %d",
+				app.Name, strings.Join(closed, ", "), n), whyFailClosedSingleReplica, fixFailClosedSingleReplica))
+			break
+		}
+	}
+	return out, nil
+}
