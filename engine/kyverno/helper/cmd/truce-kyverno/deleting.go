@@ -274,6 +274,7 @@ func sortedKinds[V any](m map[schema.GroupVersionKind]V) []schema.GroupVersionKi
 	return out
 }
 
+// sortedPairs are the keys of m in order.
 func sortedPairs[V any](m map[[2]string]V) [][2]string {
 	out := make([][2]string, 0, len(m))
 	for k := range m {
