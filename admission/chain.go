@@ -225,6 +225,7 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 		decorator:       dec,
 		cache:           opts.Cache,
 		sources:         sources,
+		celEnv:          c.celEnv,
 	})
 	if err != nil {
 		cancel()

@@ -78,6 +78,8 @@ type pluginDeps struct {
 	// sources learns when the policy plugins built with cache have
 	// compiled their policies.
 	sources *policySources
+	// celEnv is the chain's celEnvironment(), part of the cache's keys.
+	celEnv string
 }
 
 // newPluginChain builds the admission chain the way kube-apiserver does
@@ -86,7 +88,7 @@ type pluginDeps struct {
 func newPluginChain(names []string, d pluginDeps) (k8sadmission.Interface, error) {
 	plugins := kubeoptions.NewAdmissionOptions().GenericAdmission.Plugins
 	if d.cache != nil {
-		plugins = cachingPlugins(d.cache, d.sources)
+		plugins = cachingPlugins(d.cache, d.sources, d.celEnv)
 	}
 
 	quotaConfig, err := quotainstall.NewQuotaConfigurationForAdmission(d.informers, nil)
@@ -112,17 +114,17 @@ func newPluginChain(names []string, d pluginDeps) (k8sadmission.Interface, error
 
 // cachingPlugins registers the plugins kube-apiserver registers
 // (genericoptions.NewAdmissionOptions, then kubeoptions'), with the two
-// policy plugins compiling through cache.
-func cachingPlugins(cache *Cache, sources *policySources) *k8sadmission.Plugins {
+// policy plugins compiling through cache (env is celEnvironment()).
+func cachingPlugins(cache *Cache, sources *policySources, env string) *k8sadmission.Plugins {
 	plugins := k8sadmission.NewPlugins()
 	lifecycle.Register(plugins)
 	validatingwebhook.Register(plugins)
 	mutatingwebhook.Register(plugins)
 	plugins.Register(validating.PluginName, func(config io.Reader) (k8sadmission.Interface, error) {
-		return newValidatingPolicyPlugin(cache, sources, config)
+		return newValidatingPolicyPlugin(cache, sources, env, config)
 	})
 	plugins.Register(mutating.PluginName, func(config io.Reader) (k8sadmission.Interface, error) {
-		return newMutatingPolicyPlugin(cache, sources, config)
+		return newMutatingPolicyPlugin(cache, sources, env, config)
 	})
 	kubeoptions.RegisterAllAdmissionPlugins(plugins)
 	return plugins

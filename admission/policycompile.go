@@ -37,12 +37,11 @@ import (
 // with the upstream plugins', and TestUpstreamVersion fails when
 // k8s.io/apiserver moves and they must be compared again.
 
-func newValidatingPolicyPlugin(cache *Cache, sources *policySources, configFile io.Reader) (*validating.Plugin, error) {
+func newValidatingPolicyPlugin(cache *Cache, sources *policySources, env string, configFile io.Reader) (*validating.Plugin, error) {
 	cfg, err := config.LoadValidatingConfig(configFile)
 	if err != nil {
 		return nil, err
 	}
-	env := celEnvironment()
 	compile := func(p *validating.Policy) validating.Validator {
 		key, err := policyKey("ValidatingAdmissionPolicy", p.Name, p.Spec, env)
 		if err != nil {
@@ -75,12 +74,11 @@ func newValidatingPolicyPlugin(cache *Cache, sources *policySources, configFile 
 	return p, nil
 }
 
-func newMutatingPolicyPlugin(cache *Cache, sources *policySources, configFile io.Reader) (*mutating.Plugin, error) {
+func newMutatingPolicyPlugin(cache *Cache, sources *policySources, env string, configFile io.Reader) (*mutating.Plugin, error) {
 	cfg, err := config.LoadMutatingConfig(configFile)
 	if err != nil {
 		return nil, err
 	}
-	env := celEnvironment()
 	compile := func(p *mutating.Policy) mutating.PolicyEvaluator {
 		key, err := policyKey("MutatingAdmissionPolicy", p.Name, p.Spec, env)
 		if err != nil {
