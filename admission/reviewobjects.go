@@ -17,9 +17,7 @@ func ReviewObjects(objs []*unstructured.Unstructured) []*unstructured.Unstructur
 		if !isPolicyKind(o.GetKind()) {
 			continue
 		}
-		apiVersion, _, _ := unstructured.NestedString(o.Object, "spec", "paramKind", "apiVersion")
-		kind, _, _ := unstructured.NestedString(o.Object, "spec", "paramKind", "kind")
-		params[[2]string{apiVersion, kind}] = true
+		params[paramKindOf(o)] = true
 	}
 	var out []*unstructured.Unstructured
 	for _, o := range objs {

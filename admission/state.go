@@ -294,6 +294,13 @@ func (s *State) Delete(gk k8sschema.GroupKind, namespace, name string) bool {
 	return true
 }
 
+// paramKindOf is a policy's spec.paramKind as apiVersion and kind.
+func paramKindOf(policy *unstructured.Unstructured) [2]string {
+	apiVersion, _, _ := unstructured.NestedString(policy.Object, "spec", "paramKind", "apiVersion")
+	kind, _, _ := unstructured.NestedString(policy.Object, "spec", "paramKind", "kind")
+	return [2]string{apiVersion, kind}
+}
+
 func isPolicyKind(kind string) bool {
 	return kind == "MutatingAdmissionPolicy" || kind == "ValidatingAdmissionPolicy"
 }
@@ -314,10 +321,7 @@ func (s *State) isParamKind(gvk k8sschema.GroupVersionKind) bool {
 			if !isPolicyKind(k.Kind) {
 				continue
 			}
-			o := s.objects[k]
-			apiVersion, _, _ := unstructured.NestedString(o.Object, "spec", "paramKind", "apiVersion")
-			kind, _, _ := unstructured.NestedString(o.Object, "spec", "paramKind", "kind")
-			s.paramKinds[[2]string{apiVersion, kind}] = true
+			s.paramKinds[paramKindOf(s.objects[k])] = true
 		}
 	}
 	return s.paramKinds[[2]string{gvk.GroupVersion().String(), gvk.Kind}]
