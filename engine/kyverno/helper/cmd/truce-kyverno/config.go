@@ -43,6 +43,7 @@ var reportingConfig reportutils.ReportingConfiguration
 // breaker, open as with admission reports disabled (truce writes no
 // reports).
 func setupGlobals() {
+	offlineNetwork()
 	reportingConfig = reportutils.NewReportingConfig([]string{"pass", "fail", "warn", "error", "skip"}, "validate", "mutate", "mutateExisting", "generate", "imageVerify")
 	breaker.SetReportsBreaker(breaker.NewBreaker("admission reports", func(context.Context) bool { return true }))
 	// Offline, a CEL policy's http.get/http.post is refused before any
