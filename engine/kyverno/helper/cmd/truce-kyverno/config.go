@@ -12,6 +12,7 @@ import (
 	"github.com/kyverno/kyverno/pkg/toggle"
 	reportutils "github.com/kyverno/kyverno/pkg/utils/report"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 )
@@ -44,6 +45,14 @@ var reportingConfig reportutils.ReportingConfiguration
 // reports).
 func setupGlobals() {
 	offlineNetwork()
+	// Kyverno's controllers run against client-go's fake clientsets, whose
+	// watchers hold DefaultChanSize events and panic ("channel full") when
+	// a burst outruns the informer reading them: Kyverno's admission
+	// policy generator writing the status of a few hundred policies (the
+	// kyverno/policies library at once) did so on a busy machine. A real
+	// API server's watch has no such limit; room for a burst as large as
+	// any repository's policies keeps the fake from crashing.
+	watch.DefaultChanSize = fakeWatchBuffer
 	reportingConfig = reportutils.NewReportingConfig([]string{"pass", "fail", "warn", "error", "skip"}, "validate", "mutate", "mutateExisting", "generate", "imageVerify")
 	breaker.SetReportsBreaker(breaker.NewBreaker("admission reports", func(context.Context) bool { return true }))
 	// Offline, a CEL policy's http.get/http.post is refused before any
@@ -52,6 +61,10 @@ func setupGlobals() {
 	// naming the URL, instead of truce reaching out or guessing.
 	_ = toggle.HTTPAllowlist.Parse(offlineHTTPAllowlist)
 }
+
+// fakeWatchBuffer is how many events a fake watcher holds (32 bytes each,
+// allocated when the watch starts).
+const fakeWatchBuffer = 1 << 13
 
 // offlineHTTPAllowlist is the only URL prefix CEL's http library may reach:
 // a reserved name (RFC 2606) nothing answers.

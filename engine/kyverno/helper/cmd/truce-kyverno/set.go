@@ -19,7 +19,6 @@ import (
 	kyvernoinformers "github.com/kyverno/kyverno/pkg/client/informers/externalversions"
 	"github.com/kyverno/kyverno/pkg/clients/dclient"
 	"github.com/kyverno/kyverno/pkg/config"
-	policycachecontroller "github.com/kyverno/kyverno/pkg/controllers/policycache"
 	"github.com/kyverno/kyverno/pkg/engine"
 	"github.com/kyverno/kyverno/pkg/engine/adapters"
 	engineapi "github.com/kyverno/kyverno/pkg/engine/api"
@@ -263,7 +262,6 @@ func buildSet(parent context.Context, req *protocol.LoadRequest) (ps *policySet,
 		return nil, err
 	}
 	pcache := policycache.NewCache()
-	pcacheController := policycachecontroller.NewController(client, pcache, cpolInformer, polInformer)
 
 	kubeInformer.Start(ctx.Done())
 	kyvernoInformer.Start(ctx.Done())
@@ -277,7 +275,8 @@ func buildSet(parent context.Context, req *protocol.LoadRequest) (ps *policySet,
 			return nil, fmt.Errorf("syncing the informer of %v", t)
 		}
 	}
-	if err := pcacheController.WarmUp(); err != nil {
+	warnings, err := fillPolicyCache(pcache, client, cpolInformer.Lister(), polInformer.Lister())
+	if err != nil {
 		return nil, fmt.Errorf("filling Kyverno's policy cache: %w", err)
 	}
 
@@ -298,7 +297,6 @@ func buildSet(parent context.Context, req *protocol.LoadRequest) (ps *policySet,
 		Mutation:   webhooks.HandlerFunc(resourceHandlers.Mutate),
 		Validation: webhooks.HandlerFunc(resourceHandlers.Validate),
 	}
-	var warnings []string
 	if cel := sortCEL(d.kyverno); !cel.empty() {
 		ch, err := newCELHandlers(cel, client, kubeClient, kyvernoClient, nsLister, kubeInformer.Core().V1().Secrets().Lister(), req.OpenAPI)
 		if err != nil {
@@ -306,7 +304,7 @@ func buildSet(parent context.Context, req *protocol.LoadRequest) (ps *policySet,
 		}
 		rh.ValidatingPolicies, rh.NamespacedValidatingPolicies = ch.ValidatingPolicies, ch.NamespacedValidatingPolicies
 		rh.MutatingPolicies, rh.NamespacedMutatingPolicies = ch.MutatingPolicies, ch.NamespacedMutatingPolicies
-		warnings = ch.warnings
+		warnings = append(warnings, ch.warnings...)
 	}
 	mux := newMux(configuration, rh, rbLister, crbLister, client.Discovery())
 
