@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+
+	engineapi "github.com/kyverno/kyverno/pkg/engine/api"
+	"github.com/kyverno/sdk/extensions/regcreds"
+)
+
+// What truce cannot give Kyverno offline shows in Kyverno's answer only as
+// a rule's error, worded by Kyverno. Each review collects those errors, as
+// the engines return them, into a list the helper answers beside the
+// review: truce reports it as Unpredictable, and Kyverno's own answer is
+// left as it is.
+
+// offlineMarkers are what the errors of truce's offline stand-ins say:
+// the registry client and transport, the global context store, and the
+// HTTP allowlist (its refusal names the URL; the allowlist is truce's
+// reserved name, so every refusal is the offline guard's).
+var offlineMarkers = []string{
+	errRegistryOffline.Error(),
+	errGlobalContextOffline.Error(),
+	"is not permitted: no matching allowlist entry",
+}
+
+// isOffline reports whether a rule's message is one of truce's offline
+// stand-ins refusing what the rule reached for.
+func isOffline(msg string) bool {
+	for _, m := range offlineMarkers {
+		if strings.Contains(msg, m) {
+			return true
+		}
+	}
+	return false
+}
+
+type unpredictableKey struct{}
+
+// unpredictable collects what one review could not decide offline.
+type unpredictable struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func withUnpredictable(ctx context.Context) (context.Context, *unpredictable) {
+	u := &unpredictable{seen: map[string]bool{}}
+	return context.WithValue(ctx, unpredictableKey{}, u), u
+}
+
+// record notes what; reviews that carry no collector (the background
+// controllers' runs) record nothing.
+func record(ctx context.Context, what string) {
+	u, _ := ctx.Value(unpredictableKey{}).(*unpredictable)
+	if u == nil {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.seen[what] = true
+}
+
+func (u *unpredictable) list() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	out := make([]string, 0, len(u.seen))
+	for w := range u.seen {
+		out = append(out, w)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// offlineDial refuses every connection of Kyverno's registry transport
+// (regcreds.DefaultTransport, which the ImageValidatingPolicy engine and
+// the CEL image-data library use instead of the registry client truce
+// replaces): no name lookup, no connection.
+func offlineDial(_ context.Context, _, addr string) (net.Conn, error) {
+	return nil, fmt.Errorf("registry %s: %w", addr, errRegistryOffline)
+}
+
+// offlineRegistryTransport puts offlineDial under Kyverno's shared registry
+// transport. It must run before any registry option is built (DefaultOpts
+// reads the variable each time it is called).
+func offlineRegistryTransport() {
+	regcreds.DefaultTransport = &http.Transport{DialContext: offlineDial, DialTLSContext: offlineDial}
+}
+
+// recordingEngine is Kyverno's engine, recording the rules whose errors are
+// truce's offline stand-ins (verifyImages, imageRegistry, apiCall and
+// globalReference context entries) for the review it runs in.
+type recordingEngine struct {
+	engineapi.Engine
+}
+
+func (e recordingEngine) Validate(ctx context.Context, pc engineapi.PolicyContext) engineapi.EngineResponse {
+	r := e.Engine.Validate(ctx, pc)
+	recordRules(ctx, r)
+	return r
+}
+
+func (e recordingEngine) Mutate(ctx context.Context, pc engineapi.PolicyContext) engineapi.EngineResponse {
+	r := e.Engine.Mutate(ctx, pc)
+	recordRules(ctx, r)
+	return r
+}
+
+func (e recordingEngine) VerifyAndPatchImages(ctx context.Context, pc engineapi.PolicyContext) (engineapi.EngineResponse, engineapi.ImageVerificationMetadata) {
+	r, m := e.Engine.VerifyAndPatchImages(ctx, pc)
+	recordRules(ctx, r)
+	return r, m
+}
+
+var _ engineapi.Engine = recordingEngine{}
+
+func recordRules(ctx context.Context, r engineapi.EngineResponse) {
+	for _, rule := range r.PolicyResponse.Rules {
+		if rule.Status() != engineapi.RuleStatusError && rule.Status() != engineapi.RuleStatusFail {
+			continue
+		}
+		if !isOffline(rule.Message()) {
+			continue
+		}
+		record(ctx, fmt.Sprintf("Kyverno %s rule %s: %s", policyName(r.Policy()), rule.Name(), rule.Message()))
+	}
+}
+
+// policyName is "KIND NAME" or "KIND NAMESPACE/NAME".
+func policyName(p engineapi.GenericPolicy) string {
+	if p == nil {
+		return "policy"
+	}
+	name := p.GetName()
+	if ns := p.GetNamespace(); ns != "" {
+		name = ns + "/" + name
+	}
+	return p.GetKind() + " " + name
+}
