@@ -183,11 +183,11 @@ func TestImageValidatingPolicies(t *testing.T) {
 }
 
 // withoutRandom is a stored Pod without what differs between two
-// admissions of the same Pod: its uid, creation time and the generated
+// admissions of the same Pod: its uid, times (creation, managedFields) and the generated
 // name of its service account token volume.
 func withoutRandom(o map[string]any) map[string]any {
 	u := (&unstructured.Unstructured{Object: o}).DeepCopy()
-	for _, f := range [][]string{{"metadata", "uid"}, {"metadata", "creationTimestamp"}, {"spec", "volumes"}} {
+	for _, f := range [][]string{{"metadata", "uid"}, {"metadata", "creationTimestamp"}, {"metadata", "managedFields"}, {"spec", "volumes"}} {
 		unstructured.RemoveNestedField(u.Object, f...)
 	}
 	containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "containers")

@@ -180,8 +180,8 @@ func newCELHandlers(c *celObjects, configuration config.Configuration, client dc
 		return nil, err
 	}
 
-	vpolEngine := vpolengine.NewEngine(vpolProvider, nsResolver, matching.NewMatcher())
-	mpolEngine := mpolengine.NewEngine(mpolProvider, nsResolver, matching.NewMatcher(), mpolcompiler.NewStaticTypeConverterManager(openAPIDocs(docs)), contextProvider)
+	vpolEngine := recordingVpolEngine{vpolengine.NewEngine(vpolProvider, nsResolver, matching.NewMatcher())}
+	mpolEngine := recordingMpolEngine{mpolengine.NewEngine(mpolProvider, nsResolver, matching.NewMatcher(), mpolcompiler.NewStaticTypeConverterManager(openAPIDocs(docs)), contextProvider)}
 	vh := vpol.New(vpolEngine, contextProvider, kyverno, false, event.NewFake())
 	mh := mpol.New(contextProvider, mpolEngine, kyverno, reportingConfig, updaterequest.NewFake(), backgroundServiceAccount, event.NewFake())
 	out.ValidatingPolicies = webhooks.HandlerFunc(vh.ValidateClustered)

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"sync"
 
+	celengine "github.com/kyverno/kyverno/pkg/cel/engine"
+	mpolengine "github.com/kyverno/kyverno/pkg/cel/policies/mpol/engine"
+	vpolengine "github.com/kyverno/kyverno/pkg/cel/policies/vpol/engine"
 	engineapi "github.com/kyverno/kyverno/pkg/engine/api"
 	"github.com/kyverno/sdk/extensions/regcreds"
 )
@@ -140,4 +143,46 @@ func policyName(p engineapi.GenericPolicy) string {
 		name = ns + "/" + name
 	}
 	return p.GetKind() + " " + name
+}
+
+// recordingVpolEngine is Kyverno's ValidatingPolicy engine, recording the
+// policies whose CEL reached for what truce refuses offline (http,
+// image data, global context) for the review it runs in.
+type recordingVpolEngine struct {
+	vpolengine.Engine
+}
+
+func (e recordingVpolEngine) Handle(ctx context.Context, req vpolengine.EngineRequest, p vpolengine.Predicate) (vpolengine.EngineResponse, error) {
+	r, err := e.Engine.Handle(ctx, req, p)
+	for _, pr := range r.Policies {
+		recordCELRules(ctx, pr.Policy.GetKind(), pr.Policy.GetNamespace(), pr.Policy.GetName(), pr.Rules)
+	}
+	return r, err
+}
+
+// recordingMpolEngine is recordingVpolEngine for MutatingPolicies.
+type recordingMpolEngine struct {
+	mpolengine.Engine
+}
+
+func (e recordingMpolEngine) Handle(ctx context.Context, req celengine.EngineRequest, p mpolengine.Predicate) (mpolengine.EngineResponse, error) {
+	r, err := e.Engine.Handle(ctx, req, p)
+	for _, pr := range r.Policies {
+		recordCELRules(ctx, pr.Policy.GetKind(), pr.Policy.GetNamespace(), pr.Policy.GetName(), pr.Rules)
+	}
+	return r, err
+}
+
+func recordCELRules(ctx context.Context, kind, namespace, name string, rules []engineapi.RuleResponse) {
+	if namespace != "" {
+		name = namespace + "/" + name
+	}
+	for _, rule := range rules {
+		if rule.Status() != engineapi.RuleStatusError && rule.Status() != engineapi.RuleStatusFail {
+			continue
+		}
+		if isOffline(rule.Message()) {
+			record(ctx, fmt.Sprintf("Kyverno %s %s: %s", kind, name, rule.Message()))
+		}
+	}
 }
