@@ -397,7 +397,9 @@ func newEngine(configuration config.Configuration, jp jmespath.Interface, client
 		adapters.Client(client),
 		factories.DefaultRegistryClientFactory(adapters.RegistryClient(offlineRegistry{}), nil),
 		imageverifycache.DisabledImageVerifyCache(),
-		factories.DefaultContextLoaderFactory(cmResolver),
+		// Global context entries answer an error naming them, never
+		// nothing (without a store Kyverno skips the entry silently).
+		factories.DefaultContextLoaderFactory(cmResolver, factories.WithGlobalContextStore(offlineGlobalContext{})),
 		exceptionSelector,
 		nil,
 	)}, nil
