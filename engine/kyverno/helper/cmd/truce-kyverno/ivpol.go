@@ -52,7 +52,7 @@ func (e recordingIvpolEngine) record(ctx context.Context, r eval.ImageVerifyEngi
 		if ns := p.Policy.GetNamespace(); ns != "" {
 			name = ns + "/" + name
 		}
-		what := "its registry"
+		what := "the images it matched"
 		if images := e.matchedImages(p.Policy, r.Resource); len(images) > 0 {
 			what = strings.Join(images, ", ")
 		}
