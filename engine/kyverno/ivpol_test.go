@@ -197,3 +197,53 @@ func withoutRandom(o map[string]any) map[string]any {
 	_ = unstructured.SetNestedSlice(u.Object, containers, "spec", "containers")
 	return u.Object
 }
+
+// An ImageValidatingPolicy on Pods also matches pod controllers, through
+// Kyverno's autogen: the Deployment of Kyverno's conformance test reaches
+// for the registry, named; one its matchConditions leave out does not.
+func TestImageValidatingPolicyAutogen(t *testing.T) {
+	chain := newChain(t, ivpolNamespaces, conformance(t, "image-validating-policies_validation-actions_deny"))
+	deploy := func(prod string) string {
+		return `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: unsigned-deployment, namespace: apps, labels: {prod: "` + prod + `", app: nginx}}
+spec:
+  selector: {matchLabels: {prod: "` + prod + `", app: nginx}}
+  template:
+    metadata: {labels: {prod: "` + prod + `", app: nginx}}
+    spec: {containers: [{name: nginx, image: ghcr.io/kyverno/test-verify-image:unsigned}]}
+`
+	}
+	tests := []struct {
+		name, prod, unpredictable string
+	}{
+		{name: "matched", prod: "true",
+			unpredictable: "webhook ivpol.validate.kyverno.svc-fail-finegrained-check-signed-images: Kyverno ImageValidatingPolicy check-signed-images: verifying ghcr.io/kyverno/test-verify-image:unsigned needs a registry"},
+		{name: "matchConditions leave it out", prod: "false"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := chain.Admit(testContext(t), admission.Request{Object: obj(t, deploy(tt.prod))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Join(res.Unpredictable, "\n")
+			if tt.unpredictable == "" {
+				if !res.Allowed || got != "" {
+					t.Errorf("allowed %v (%s), unpredictable %q; want allowed, none", res.Allowed, res.Message, got)
+				}
+				return
+			}
+			// Kyverno's conformance test, against a real registry, denies
+			// with "Policy check-signed-images failed: failed to verify
+			// image with notary cert"; offline the evaluation errors.
+			if res.Allowed || !strings.Contains(res.Message, "Policy check-signed-images error") {
+				t.Errorf("allowed %v (%s), want Kyverno's error denying", res.Allowed, res.Message)
+			}
+			if !strings.Contains(got, tt.unpredictable) {
+				t.Errorf("unpredictable %q, want %q…", got, tt.unpredictable)
+			}
+		})
+	}
+}
