@@ -62,6 +62,8 @@ func TestCELPolicies(t *testing.T) {
 		message  string
 		labels   map[string]any
 		changeBy string
+		// unpredictable is in Result.Unpredictable; empty, it is empty.
+		unpredictable string
 	}
 	suites := []struct {
 		name    string
@@ -115,7 +117,8 @@ spec:
 			{name: "namespaced: not allowed by default", object: "{apiVersion: v1, kind: ConfigMap, metadata: {name: c, namespace: test-cel-http}}",
 				message: "http calls are not allowed in namespaced policies"},
 			{name: "cluster-wide: refused offline", object: "{apiVersion: v1, kind: Secret, metadata: {name: s, namespace: apps}}",
-				message: `Policy probe error: error: request failed: URL "http://json-server.example:8080/" is not permitted`},
+				message:       `Policy probe error: error: request failed: URL "http://json-server.example:8080/" is not permitted`,
+				unpredictable: `Kyverno ValidatingPolicy probe: error: request failed: URL "http://json-server.example:8080/" is not permitted`},
 			{name: "other namespaces", object: "{apiVersion: v1, kind: ConfigMap, metadata: {name: c, namespace: apps}}", allowed: true},
 		},
 	}, {
@@ -149,6 +152,9 @@ spec:
 						if got, ok := labels[k]; v == nil && ok || v != nil && got != v {
 							t.Errorf("label %s = %v, want %v (labels %v)", k, got, v, labels)
 						}
+					}
+					if got := strings.Join(res.Unpredictable, "\n"); tt.unpredictable == "" && got != "" || !strings.Contains(got, tt.unpredictable) {
+						t.Errorf("unpredictable %q, want %q", res.Unpredictable, tt.unpredictable)
 					}
 					if tt.changeBy != "" && !changedBy(res, tt.changeBy) {
 						t.Errorf("changes %+v, want one by a webhook %s…", res.Changes, tt.changeBy)

@@ -6,6 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/truce-dev/truce/admission"
 )
 
 // maxReview bounds an AdmissionReview body, as kube-apiserver bounds
@@ -48,5 +53,27 @@ func (rh *reviewHandler) review(ctx context.Context, path string, body []byte) (
 	if len(resp.Review) == 0 {
 		return nil, fmt.Errorf("the Kyverno helper answered no AdmissionReview for %s", path)
 	}
-	return resp.Review, nil
+	if len(resp.Unpredictable) == 0 {
+		return resp.Review, nil
+	}
+	return withUnpredictable(resp.Review, resp.Unpredictable)
+}
+
+// withUnpredictable adds what Kyverno could not decide offline to the
+// review's audit annotations under admission.UnpredictableAnnotation,
+// which the chain moves into Result.Unpredictable; the rest of Kyverno's
+// answer is left as it is.
+func withUnpredictable(review json.RawMessage, unpredictable []string) (json.RawMessage, error) {
+	var r admissionv1.AdmissionReview
+	if err := json.Unmarshal(review, &r); err != nil {
+		return nil, fmt.Errorf("decoding the Kyverno helper's AdmissionReview: %w", err)
+	}
+	if r.Response == nil {
+		return review, nil
+	}
+	if r.Response.AuditAnnotations == nil {
+		r.Response.AuditAnnotations = map[string]string{}
+	}
+	r.Response.AuditAnnotations[admission.UnpredictableAnnotation] = strings.Join(unpredictable, "; ")
+	return json.Marshal(&r)
 }

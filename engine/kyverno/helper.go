@@ -30,7 +30,7 @@ const HelperEnv = "TRUCE_KYVERNO"
 const LogEnv = "TRUCE_KYVERNO_LOG"
 
 // protocolVersion must match the helper's ProtocolVersion.
-const protocolVersion = 5
+const protocolVersion = 6
 
 // FindHelper returns the helper's path: $TRUCE_KYVERNO, else next to the
 // running executable, else on PATH.
@@ -91,7 +91,10 @@ type response struct {
 	Webhooks []json.RawMessage `json:"webhooks,omitempty"`
 	Warnings []string          `json:"warnings,omitempty"`
 	Review   json.RawMessage   `json:"review,omitempty"`
-	Generate json.RawMessage   `json:"generate,omitempty"`
+	// Unpredictable names what Kyverno's engines reached for in a review
+	// that truce refuses offline (version 6).
+	Unpredictable []string        `json:"unpredictable,omitempty"`
+	Generate      json.RawMessage `json:"generate,omitempty"`
 	// AdmissionPolicies is an admissionPolicyResponse.
 	AdmissionPolicies json.RawMessage `json:"admissionPolicies,omitempty"`
 }

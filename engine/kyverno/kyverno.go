@@ -58,6 +58,11 @@ var policyKinds = map[k8sschema.GroupKind]bool{
 	{Group: GroupCEL, Kind: "NamespacedValidatingPolicy"}: true,
 	{Group: GroupCEL, Kind: "MutatingPolicy"}:             true,
 	{Group: GroupCEL, Kind: "NamespacedMutatingPolicy"}:   true,
+	// Image verification cannot be done offline, but Kyverno's engine
+	// decides which writes an ImageValidatingPolicy matches: those are
+	// Unpredictable, the others unaffected.
+	{Group: GroupCEL, Kind: "ImageValidatingPolicy"}:           true,
+	{Group: GroupCEL, Kind: "NamespacedImageValidatingPolicy"}: true,
 }
 
 // mutatingPolicyKinds are the CEL kinds whose ApplyConfigurations need the
@@ -235,9 +240,9 @@ func readByKyverno(o *unstructured.Unstructured) bool {
 	case gvk.Group == GroupLegacy:
 		return gvk.Kind == "ClusterPolicy" || gvk.Kind == "Policy" || gvk.Kind == "PolicyException"
 	case gvk.Group == GroupCEL:
-		// The CEL kinds the helper evaluates and their exceptions; the
-		// others (GeneratingPolicy, DeletingPolicy, ImageValidatingPolicy)
-		// are not evaluated yet (docs/kyverno.md).
+		// The CEL kinds the helper evaluates at admission and their
+		// exceptions; GeneratingPolicies and DeletingPolicies run only
+		// as background writers (docs/kyverno.md).
 		return policyKinds[gvk.GroupKind()] || gvk.Kind == "PolicyException"
 	case gvk.Group == "" && gvk.Kind == "Namespace":
 		return true

@@ -86,4 +86,7 @@ spec: {containers: [{name: c, image: ghcr.io/example/app:1.0}]}
 	if strings.Contains(res.Message, "lookup") {
 		t.Errorf("message %q: a name was looked up", res.Message)
 	}
+	if !strings.Contains(strings.Join(res.Unpredictable, "\n"), "image-has-digest") {
+		t.Errorf("unpredictable %q, want the policy named", res.Unpredictable)
+	}
 }

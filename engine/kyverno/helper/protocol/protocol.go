@@ -16,7 +16,7 @@ import (
 // helper. A request of another version is refused, so a truce and a helper
 // built from different commits fail with a clear error instead of
 // misreading each other.
-const ProtocolVersion = 5
+const ProtocolVersion = 6
 
 // The operations of the protocol.
 const (
@@ -198,6 +198,12 @@ type Response struct {
 	Warnings []string          `json:"warnings,omitempty"`
 	// Review
 	Review json.RawMessage `json:"review,omitempty"`
+	// Unpredictable (version 6) names, for a review, what Kyverno's
+	// engines reached for that truce refuses offline (a registry, an
+	// HTTP endpoint, a global context entry): "Kyverno KIND NAME …: …".
+	// The review is Kyverno's answer as it is; truce reports these beside
+	// it.
+	Unpredictable []string `json:"unpredictable,omitempty"`
 	// Generate
 	Generate *BackgroundResponse `json:"generate,omitempty"`
 	// AdmissionPolicies

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -12,15 +13,19 @@ import (
 	celengine "github.com/kyverno/kyverno/pkg/cel/engine"
 	"github.com/kyverno/kyverno/pkg/cel/libs"
 	"github.com/kyverno/kyverno/pkg/cel/matching"
+	ivpolengine "github.com/kyverno/kyverno/pkg/cel/policies/ivpol/engine"
 	mpolcompiler "github.com/kyverno/kyverno/pkg/cel/policies/mpol/compiler"
 	mpolengine "github.com/kyverno/kyverno/pkg/cel/policies/mpol/engine"
 	vpolcompiler "github.com/kyverno/kyverno/pkg/cel/policies/vpol/compiler"
 	vpolengine "github.com/kyverno/kyverno/pkg/cel/policies/vpol/engine"
 	"github.com/kyverno/kyverno/pkg/client/clientset/versioned"
 	"github.com/kyverno/kyverno/pkg/clients/dclient"
+	"github.com/kyverno/kyverno/pkg/config"
 	"github.com/kyverno/kyverno/pkg/event"
 	gctxstore "github.com/kyverno/kyverno/pkg/globalcontext/store"
+	imageverifycache "github.com/kyverno/kyverno/pkg/image/verification/cache"
 	"github.com/kyverno/kyverno/pkg/webhooks"
+	"github.com/kyverno/kyverno/pkg/webhooks/resource/ivpol"
 	"github.com/kyverno/kyverno/pkg/webhooks/resource/mpol"
 	"github.com/kyverno/kyverno/pkg/webhooks/resource/vpol"
 	"github.com/kyverno/kyverno/pkg/webhooks/updaterequest"
@@ -38,10 +43,13 @@ import (
 type celObjects struct {
 	vpols      []policiesv1beta1.ValidatingPolicyLike
 	mpols      []policiesv1beta1.MutatingPolicyLike
+	ivpols     []policiesv1beta1.ImageValidatingPolicyLike
 	exceptions []*policiesv1beta1.PolicyException
 }
 
-func (c *celObjects) empty() bool { return len(c.vpols) == 0 && len(c.mpols) == 0 }
+func (c *celObjects) empty() bool {
+	return len(c.vpols) == 0 && len(c.mpols) == 0 && len(c.ivpols) == 0
+}
 
 func sortCEL(objs []runtime.Object) *celObjects {
 	c := &celObjects{}
@@ -70,6 +78,10 @@ func sortCEL(objs []runtime.Object) *celObjects {
 			c.mpols = append(c.mpols, p)
 		case *policiesv1beta1.NamespacedMutatingPolicy:
 			c.mpols = append(c.mpols, p)
+		case *policiesv1beta1.ImageValidatingPolicy:
+			c.ivpols = append(c.ivpols, p)
+		case *policiesv1beta1.NamespacedImageValidatingPolicy:
+			c.ivpols = append(c.ivpols, p)
 		case *policiesv1beta1.PolicyException:
 			c.exceptions = append(c.exceptions, p)
 		}
@@ -112,7 +124,7 @@ type celHandlers struct {
 	warnings []string
 }
 
-func newCELHandlers(c *celObjects, client dclient.Interface, kube kubernetes.Interface, kyverno versioned.Interface, nsLister corev1listers.NamespaceLister, secretLister corev1listers.SecretLister, docs map[string][]byte) (*celHandlers, error) {
+func newCELHandlers(c *celObjects, configuration config.Configuration, client dclient.Interface, kube kubernetes.Interface, kyverno versioned.Interface, nsLister corev1listers.NamespaceLister, secretLister corev1listers.SecretLister, docs map[string][]byte) (*celHandlers, error) {
 	restMapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery()))
 	contextProvider, err := libs.NewContextProvider(client, secretLister, offlineGlobalContext{}, restMapper, false)
 	if err != nil {
@@ -151,12 +163,39 @@ func newCELHandlers(c *celObjects, client dclient.Interface, kube kubernetes.Int
 		return nil, err
 	}
 
-	vpolEngine := vpolengine.NewEngine(vpolProvider, nsResolver, matching.NewMatcher())
-	mpolEngine := mpolengine.NewEngine(mpolProvider, nsResolver, matching.NewMatcher(), mpolcompiler.NewStaticTypeConverterManager(openAPIDocs(docs)), contextProvider)
+	// ImageValidatingPolicies: their static provider (autogen for pod
+	// controllers, exceptions by policy name and kind), as the CLI builds
+	// it; Kyverno's reconciler compiles nothing ahead, so neither does
+	// truce (a policy that does not compile errors at evaluation).
+	var ivpols []policiesv1beta1.ImageValidatingPolicyLike
+	for _, p := range c.ivpols {
+		if _, err := ivpolengine.NewProvider([]policiesv1beta1.ImageValidatingPolicyLike{p}, c.exceptions); err != nil {
+			out.warnings = append(out.warnings, fmt.Sprintf("%s %s: %v", p.GetKind(), p.GetName(), err))
+			continue
+		}
+		ivpols = append(ivpols, p)
+	}
+	ivpolProvider, err := ivpolengine.NewProvider(ivpols, c.exceptions)
+	if err != nil {
+		return nil, err
+	}
+
+	vpolEngine := recordingVpolEngine{vpolengine.NewEngine(vpolProvider, nsResolver, matching.NewMatcher())}
+	mpolEngine := recordingMpolEngine{mpolengine.NewEngine(mpolProvider, nsResolver, matching.NewMatcher(), mpolcompiler.NewStaticTypeConverterManager(openAPIDocs(docs)), contextProvider)}
 	vh := vpol.New(vpolEngine, contextProvider, kyverno, false, event.NewFake())
 	mh := mpol.New(contextProvider, mpolEngine, kyverno, reportingConfig, updaterequest.NewFake(), backgroundServiceAccount, event.NewFake())
 	out.ValidatingPolicies = webhooks.HandlerFunc(vh.ValidateClustered)
 	out.NamespacedValidatingPolicies = webhooks.HandlerFunc(vh.ValidateNamespaced)
+	ivpolEngine := recordingIvpolEngine{
+		Engine: ivpolengine.NewEngine(ivpolProvider, nsResolver, matching.NewMatcher(), secretLister,
+			imageverifycache.DisabledImageVerifyCache(), configuration),
+		configuration: configuration,
+	}
+	ih := ivpol.New(ivpolEngine, contextProvider, kyverno, false, event.NewFake())
+	out.ImageVerificationPolicies = webhooks.HandlerFunc(ih.ValidateClustered)
+	out.NamespacedImageVerificationPolicies = webhooks.HandlerFunc(ih.ValidateNamespaced)
+	out.ImageVerificationPoliciesMutation = webhooks.HandlerFunc(ih.MutateClustered)
+	out.NamespacedImageVerificationPoliciesMutation = webhooks.HandlerFunc(ih.MutateNamespaced)
 	out.MutatingPolicies = webhooks.HandlerFunc(mh.MutateClustered)
 	out.NamespacedMutatingPolicies = webhooks.HandlerFunc(mh.MutateNamespaced)
 	return out, nil
@@ -178,8 +217,11 @@ func (offlineGlobalContext) Delete(string) {}
 
 type offlineEntry string
 
+// errGlobalContextOffline is what every global context entry answers.
+var errGlobalContextOffline = errors.New("truce runs Kyverno offline and does not fill global context (Unpredictable)")
+
 func (e offlineEntry) Get(string) (any, error) {
-	return nil, fmt.Errorf("global context entry %q: truce runs Kyverno offline and does not fill global context (Unpredictable)", string(e))
+	return nil, fmt.Errorf("global context entry %q: %w", string(e), errGlobalContextOffline)
 }
 func (offlineEntry) Stop() {}
 

@@ -60,6 +60,10 @@ func setupGlobals() {
 	// --httpAllowlist) naming a host that cannot exist: the rule errors,
 	// naming the URL, instead of truce reaching out or guessing.
 	_ = toggle.HTTPAllowlist.Parse(offlineHTTPAllowlist)
+	// The ImageValidatingPolicy engine and the CEL image-data library
+	// fetch through Kyverno's shared registry transport, not the registry
+	// client the legacy engine is given: it refuses every connection.
+	offlineRegistryTransport()
 }
 
 // fakeWatchBuffer is how many events a fake watcher holds (32 bytes each,

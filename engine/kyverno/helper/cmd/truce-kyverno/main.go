@@ -87,12 +87,12 @@ func handle(ctx context.Context, sets *sets, req *protocol.Request) (resp *proto
 		}
 		resp.Set, resp.Webhooks, resp.Warnings = id, hooks, warnings
 	case protocol.OpReview:
-		review, err := sets.review(ctx, req.Review)
+		review, unpredictable, err := sets.review(ctx, req.Review)
 		if err != nil {
 			resp.Error = err.Error()
 			return resp
 		}
-		resp.Review = review
+		resp.Review, resp.Unpredictable = review, unpredictable
 	case protocol.OpUnload:
 		sets.unload(req.Set)
 	case protocol.OpGenerate:

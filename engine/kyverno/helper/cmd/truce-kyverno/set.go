@@ -120,21 +120,24 @@ func (s *sets) closeAll() {
 	}
 }
 
-func (s *sets) review(ctx context.Context, req *protocol.ReviewRequest) (json.RawMessage, error) {
+// review answers an AdmissionReview and what Kyverno's engines could not
+// decide for it offline.
+func (s *sets) review(ctx context.Context, req *protocol.ReviewRequest) (json.RawMessage, []string, error) {
 	s.mu.Lock()
 	ps, ok := s.byID[req.Set]
 	s.mu.Unlock()
 	if !ok {
-		return nil, fmt.Errorf("no policy set %q is loaded", req.Set)
+		return nil, nil, fmt.Errorf("no policy set %q is loaded", req.Set)
 	}
+	ctx, u := withUnpredictable(ctx)
 	hr := httptest.NewRequestWithContext(ctx, http.MethodPost, req.Path, bytes.NewReader(req.Review))
 	hr.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
 	ps.mux.ServeHTTP(rec, hr)
 	if rec.Code != http.StatusOK {
-		return nil, fmt.Errorf("kyverno answered %s on %s: %s", http.StatusText(rec.Code), req.Path, bytes.TrimSpace(rec.Body.Bytes()))
+		return nil, nil, fmt.Errorf("kyverno answered %s on %s: %s", http.StatusText(rec.Code), req.Path, bytes.TrimSpace(rec.Body.Bytes()))
 	}
-	return rec.Body.Bytes(), nil
+	return rec.Body.Bytes(), u.list(), nil
 }
 
 // decoded sorts the load request's objects by the client that holds them.
@@ -298,12 +301,14 @@ func buildSet(parent context.Context, req *protocol.LoadRequest) (ps *policySet,
 		Validation: webhooks.HandlerFunc(resourceHandlers.Validate),
 	}
 	if cel := sortCEL(d.kyverno); !cel.empty() {
-		ch, err := newCELHandlers(cel, client, kubeClient, kyvernoClient, nsLister, kubeInformer.Core().V1().Secrets().Lister(), req.OpenAPI)
+		ch, err := newCELHandlers(cel, configuration, client, kubeClient, kyvernoClient, nsLister, kubeInformer.Core().V1().Secrets().Lister(), req.OpenAPI)
 		if err != nil {
 			return nil, err
 		}
 		rh.ValidatingPolicies, rh.NamespacedValidatingPolicies = ch.ValidatingPolicies, ch.NamespacedValidatingPolicies
 		rh.MutatingPolicies, rh.NamespacedMutatingPolicies = ch.MutatingPolicies, ch.NamespacedMutatingPolicies
+		rh.ImageVerificationPolicies, rh.NamespacedImageVerificationPolicies = ch.ImageVerificationPolicies, ch.NamespacedImageVerificationPolicies
+		rh.ImageVerificationPoliciesMutation, rh.NamespacedImageVerificationPoliciesMutation = ch.ImageVerificationPoliciesMutation, ch.NamespacedImageVerificationPoliciesMutation
 		warnings = append(warnings, ch.warnings...)
 	}
 	mux := newMux(configuration, rh, rbLister, crbLister, client.Discovery())
@@ -347,25 +352,32 @@ func newMux(configuration config.Configuration, rh webhooks.ResourceHandlers, rb
 	// The CEL policies' paths carry the policies' names; their handlers
 	// take no failure policy (the webhook configuration's applies) and
 	// filter as pkg/webhooks/server.go does: no operation filter.
-	cel := func(path string, h webhooks.Handler) {
+	// The ImageValidatingPolicies' mutating paths (digest pinning) filter
+	// operations as the resource mutation path does.
+	cel := func(path string, h webhooks.Handler, mutate bool) {
 		if h == nil {
 			return
 		}
-		hf := handlers.FromAdmissionFunc(path, func(ctx context.Context, logger logr.Logger, request handlers.AdmissionRequest, startTime time.Time) admissionv1.AdmissionResponse {
+		handler := handlers.FromAdmissionFunc(path, func(ctx context.Context, logger logr.Logger, request handlers.AdmissionRequest, startTime time.Time) admissionv1.AdmissionResponse {
 			return h.Execute(ctx, logger, request, "", startTime)
 		}).
 			WithFilter(configuration).
 			WithProtection(false).
-			WithRoles(rb, crb).
-			WithTopLevelGVK(disco).
-			WithAdmission(logger).
-			ToHandlerFunc(path)
+			WithRoles(rb, crb)
+		if mutate {
+			handler = handler.WithOperationFilter(admissionv1.Create, admissionv1.Update, admissionv1.Connect)
+		}
+		hf := handler.WithTopLevelGVK(disco).WithAdmission(logger).ToHandlerFunc(path)
 		mux.HandlerFunc(http.MethodPost, path+"/*policies", hf)
 	}
-	cel("/vpol", rh.ValidatingPolicies)
-	cel("/nvpol", rh.NamespacedValidatingPolicies)
-	cel("/mpol", rh.MutatingPolicies)
-	cel("/nmpol", rh.NamespacedMutatingPolicies)
+	cel("/vpol", rh.ValidatingPolicies, false)
+	cel("/nvpol", rh.NamespacedValidatingPolicies, false)
+	cel("/mpol", rh.MutatingPolicies, false)
+	cel("/nmpol", rh.NamespacedMutatingPolicies, false)
+	cel("/ivpol/validate", rh.ImageVerificationPolicies, false)
+	cel("/nivpol/validate", rh.NamespacedImageVerificationPolicies, false)
+	cel("/ivpol/mutate", rh.ImageVerificationPoliciesMutation, true)
+	cel("/nivpol/mutate", rh.NamespacedImageVerificationPoliciesMutation, true)
 	return mux
 }
 
@@ -377,14 +389,16 @@ func newEngine(configuration config.Configuration, jp jmespath.Interface, client
 	if err != nil {
 		return nil, err
 	}
-	return engine.NewEngine(
+	return recordingEngine{engine.NewEngine(
 		configuration,
 		jp,
 		adapters.Client(client),
 		factories.DefaultRegistryClientFactory(adapters.RegistryClient(offlineRegistry{}), nil),
 		imageverifycache.DisabledImageVerifyCache(),
-		factories.DefaultContextLoaderFactory(cmResolver),
+		// Global context entries answer an error naming them, never
+		// nothing (without a store Kyverno skips the entry silently).
+		factories.DefaultContextLoaderFactory(cmResolver, factories.WithGlobalContextStore(offlineGlobalContext{})),
 		exceptionSelector,
 		nil,
-	), nil
+	)}, nil
 }
