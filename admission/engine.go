@@ -30,6 +30,14 @@ type PolicyEngine interface {
 	Install(ctx context.Context, objs []*unstructured.Unstructured) (*Installation, error)
 }
 
+// Noter is a PolicyEngine with notes for the user beyond any one request:
+// a policy its installation left out or could only partly place, and why
+// the engine did not do what a policy asked. Notes accumulate over every
+// chain the engine was installed into, each kept once.
+type Noter interface {
+	Notes() []string
+}
+
 // Installation is what an engine adds to a cluster.
 type Installation struct {
 	// Objects are created by the engine, as the real engine creates them:

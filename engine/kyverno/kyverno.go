@@ -103,6 +103,7 @@ type Engine struct {
 	docs    docCache
 	// generated remembers Kyverno's admission policy generator's answers.
 	generated generatorCache
+	notes     notes
 }
 
 // Options configure an Engine.
@@ -225,6 +226,7 @@ func (e *Engine) Install(ctx context.Context, objs []*unstructured.Unstructured)
 		}
 		inst.Objects = append(inst.Objects, u)
 	}
+	e.noteInstall(objs, gen, resp.Warnings)
 	inst.Webhooks = admission.InProcessWebhooks{
 		Service: {Handler: &reviewHandler{h: e.h, set: resp.Set}, Certificate: e.cert},
 	}

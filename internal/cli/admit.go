@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"runtime"
 	"slices"
 	"strings"
@@ -308,7 +309,7 @@ func runAdmit(ctx context.Context, cmd *cobra.Command, o *admitOptions) error {
 	var results []*admission.Result
 	switch o.dryRun {
 	case "":
-		results, err = admitOffline(ctx, o, verb, writes)
+		results, err = admitOffline(ctx, cmd.ErrOrStderr(), o, verb, writes)
 	case "server":
 		if len(o.cluster) > 0 {
 			return fmt.Errorf("--dry-run=server asks a real cluster; -c describes an offline one: use one or the other")
@@ -339,7 +340,7 @@ func runAdmit(ctx context.Context, cmd *cobra.Command, o *admitOptions) error {
 	return nil
 }
 
-func admitOffline(ctx context.Context, o *admitOptions, verb kubectl.Options, writes []manifest.Object) ([]*admission.Result, error) {
+func admitOffline(ctx context.Context, notes io.Writer, o *admitOptions, verb kubectl.Options, writes []manifest.Object) ([]*admission.Result, error) {
 	state, opts, clusterObjs, err := o.clusterFlags.load(ctx)
 	if err != nil {
 		return nil, err
@@ -348,6 +349,7 @@ func admitOffline(ctx context.Context, o *admitOptions, verb kubectl.Options, wr
 	if opts.Engines, err = policyEngines(clusterObjs, writes); err != nil {
 		return nil, err
 	}
+	defer printEngineNotes(notes, opts.Engines)
 	// Objects of -c are taken to have been created from their files.
 	opts.StateFieldManager = admission.KubectlCreate
 	chain, err := admission.NewChain(ctx, state, opts)

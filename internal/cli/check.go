@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/check"
 	"github.com/truce-dev/truce/fix/yamledit"
 	"github.com/truce-dev/truce/lint"
@@ -171,6 +172,11 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	r.stop()
+	var engines []admission.PolicyEngine
+	for _, req := range reqs {
+		engines = append(engines, req.Options.Admission.Engines...)
+	}
+	printEngineNotes(cmd.ErrOrStderr(), engines)
 	if err := o.print(cmd, outcome.Report); err != nil {
 		return err
 	}

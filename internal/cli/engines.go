@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"fmt"
+	"io"
+
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/truce-dev/truce/admission"
@@ -37,4 +40,21 @@ func policyEngines(objs ...[]manifest.Object) ([]admission.PolicyEngine, error) 
 		engines = append(engines, kyverno.Shared())
 	}
 	return engines, nil
+}
+
+// printEngineNotes writes the notes of the engines (admission.Noter) to w,
+// each engine once: what they left out of the run, which the results alone
+// do not show.
+func printEngineNotes(w io.Writer, engines []admission.PolicyEngine) {
+	seen := map[admission.PolicyEngine]bool{}
+	for _, e := range engines {
+		n, ok := e.(admission.Noter)
+		if !ok || seen[e] {
+			continue
+		}
+		seen[e] = true
+		for _, note := range n.Notes() {
+			fmt.Fprintf(w, "note: %s: %s\n", e.Name(), note)
+		}
+	}
 }

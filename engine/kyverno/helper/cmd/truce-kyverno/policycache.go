@@ -2,11 +2,14 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
+	"github.com/kyverno/kyverno/pkg/autogen"
 	kyvernov1listers "github.com/kyverno/kyverno/pkg/client/listers/kyverno/v1"
 	"github.com/kyverno/kyverno/pkg/clients/dclient"
 	"github.com/kyverno/kyverno/pkg/policycache"
+	kubeutils "github.com/kyverno/kyverno/pkg/utils/kube"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 )
@@ -53,8 +56,25 @@ func fillPolicyCache(pc policycache.Cache, client dclient.Interface, cpols kyver
 			if p.IsNamespaced() {
 				kind = "Policy"
 			}
-			warnings = append(warnings, fmt.Sprintf("%s %s: Kyverno's policy cache: %v (the policy applies to the kinds that were found)", kind, key, err))
+			warnings = append(warnings, fmt.Sprintf("%s %s matches kinds the cluster does not serve (%s): Kyverno applies it to the others (%v)", kind, key, strings.Join(unknownKinds(p, client.Discovery()), ", "), err))
 		}
 	}
 	return warnings, nil
+}
+
+// unknownKinds names the kinds p's rules match that discovery does not
+// resolve, as the policy cache looks them up (to name them only).
+func unknownKinds(p kyvernov1.PolicyInterface, disco policycache.ResourceFinder) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, rule := range autogen.Default.ComputeRules(p, "") {
+		for _, k := range rule.MatchResources.GetKinds() {
+			group, version, kind, sub := kubeutils.ParseKindSelector(k)
+			if _, err := disco.FindResources(group, version, kind, sub); err != nil && !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+			}
+		}
+	}
+	return out
 }
