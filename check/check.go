@@ -202,7 +202,7 @@ func (r *Repository) backgroundWriters(ctx context.Context, engines []admission.
 func Split(in Input) (*Repository, error) {
 	r := &Repository{detect: true, units: in.Units}
 	r.Base = append(r.Base, in.Cluster...)
-	var objs []gitops.Object
+	objs := make([]gitops.Object, 0, len(in.Repository))
 	for _, o := range in.Repository {
 		if simulate.IsWritersDocument(o.Object) {
 			r.writers = append(r.writers, o)
@@ -218,9 +218,12 @@ func Split(in Input) (*Repository, error) {
 	for _, w := range settings.Warnings {
 		r.Findings = append(r.Findings, report.Finding{Source: w.Source.String(), Message: w.Field + ": " + w.Message})
 	}
-	bySource := map[*unstructured.Unstructured]manifest.Object{}
+	bySource := make(map[*unstructured.Unstructured]manifest.Object, len(in.Repository))
 	for _, o := range in.Repository {
 		bySource[o.Object] = o
+	}
+	if len(rest) > 0 {
+		r.Desired = make([]simulate.Desired, 0, len(rest))
 	}
 	for _, o := range rest {
 		m := bySource[o.Unstructured]
@@ -270,7 +273,8 @@ func Split(in Input) (*Repository, error) {
 // wherever it is used, so its kinds exist even when the repository does
 // not hold their CRDs.
 func missingToolkitCRDs(base []manifest.Object, desired []simulate.Desired) ([]manifest.Object, error) {
-	var defined, used []*unstructured.Unstructured
+	defined := make([]*unstructured.Unstructured, 0, len(base)+len(desired))
+	used := make([]*unstructured.Unstructured, 0, len(desired))
 	for _, o := range base {
 		defined = append(defined, o.Object)
 	}

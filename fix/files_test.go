@@ -45,6 +45,10 @@ func TestSharedFilesMatchFresh(t *testing.T) {
 	}
 	apiLine := strings.Count(web, "\n") + 2
 	shared := NewFiles(read)
+	// kept is the content the candidates of the last step were made from:
+	// while the file does not change, every candidate shares that one copy
+	// (a check keeps every candidate's Before until its report).
+	var kept []byte
 	for i, step := range []struct {
 		name string
 		line int
@@ -77,6 +81,16 @@ func TestSharedFilesMatchFresh(t *testing.T) {
 				}
 			}
 			t.Fatalf("step %d (%s): candidates differ from a fresh parse (%d vs %d; skipped %v vs %v)", i, step.name, len(got), len(want), gotSkipped, wantSkipped)
+		}
+		for _, c := range got {
+			before := c.Before["app/web.yaml"]
+			if len(before) == 0 {
+				continue
+			}
+			if kept != nil && step.edit == nil && &before[0] != &kept[0] {
+				t.Errorf("step %d (%s): %s holds its own copy of the unchanged file", i, step.name, c.Kind)
+			}
+			kept = before
 		}
 	}
 }

@@ -101,11 +101,12 @@ func maxRSSMiB() float64 {
 
 // BenchmarkCheck is truce check of 2,000 objects and 20 policies, fixes
 // verified, next to truce admit of the same objects (one admission per
-// object, the baseline).
+// object, the baseline). $TRUCE_BENCH_OBJECTS sets another size (to profile
+// how the cost grows).
 //
 //	go test -run '^$' -bench 'BenchmarkCheck' -benchtime 1x ./internal/cli/
 func BenchmarkCheck(b *testing.B) {
-	for _, n := range []int{2000} {
+	for _, n := range []int{benchRepoSize()} {
 		dir := benchRepo(b, n)
 		b.Run(fmt.Sprintf("admit-baseline/objects=%d", n), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {

@@ -163,9 +163,17 @@ func CRDsFor(gks []schema.GroupKind) ([]*unstructured.Unstructured, error) {
 func For(objects, defined []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
 	have := DefinedKinds(defined)
 	var need []schema.GroupKind
+	// seen holds the kinds looked up already: a repository has thousands
+	// of objects of a handful of kinds, and check calls this again for
+	// every candidate fix.
+	seen := map[schema.GroupKind]bool{}
 	for _, o := range objects {
 		gk := o.GroupVersionKind().GroupKind()
-		if !have[gk] && Has(gk) {
+		if have[gk] || seen[gk] {
+			continue
+		}
+		seen[gk] = true
+		if Has(gk) {
 			have[gk] = true
 			need = append(need, gk)
 		}

@@ -374,3 +374,71 @@ func TestCRDsForDecodesOnlyWhatIsAsked(t *testing.T) {
 		}
 	}
 }
+
+// TestForLooksUpEachKindOnce compares For, which asks Has once per kind,
+// with asking it for every object, over objects repeating kinds, kinds a
+// CRD among defined already has, and kinds no tool defines.
+func TestForLooksUpEachKindOnce(t *testing.T) {
+	obj := func(apiVersion, kind string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": map[string]any{"name": "x"}}}
+	}
+	crd := func(group, kind string) *unstructured.Unstructured {
+		o := obj("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+		o.Object["spec"] = map[string]any{"group": group, "names": map[string]any{"kind": kind}}
+		return o
+	}
+	repo := obj("source.toolkit.fluxcd.io/v1", "GitRepository")
+	project := obj("argoproj.io/v1alpha1", "AppProject")
+	deploy := obj("apps/v1", "Deployment")
+	// everyObject is For as it was: Has asked for every object.
+	everyObject := func(objects, defined []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+		have := DefinedKinds(defined)
+		var need []schema.GroupKind
+		for _, o := range objects {
+			gk := o.GroupVersionKind().GroupKind()
+			if !have[gk] && Has(gk) {
+				have[gk] = true
+				need = append(need, gk)
+			}
+		}
+		if len(need) == 0 {
+			return nil, nil
+		}
+		return CRDsFor(need)
+	}
+	names := func(objs []*unstructured.Unstructured) string {
+		var out []string
+		for _, o := range objs {
+			out = append(out, o.GetName())
+		}
+		return strings.Join(out, ",")
+	}
+	for _, tc := range []struct {
+		name             string
+		objects, defined []*unstructured.Unstructured
+		want             string
+	}{
+		{"none", nil, nil, ""},
+		{"plain kinds", []*unstructured.Unstructured{deploy, deploy, deploy}, nil, ""},
+		{"repeated", []*unstructured.Unstructured{deploy, repo, deploy, repo, project, repo}, nil,
+			"appprojects.argoproj.io,gitrepositories.source.toolkit.fluxcd.io"},
+		{"defined", []*unstructured.Unstructured{repo, project, repo}, []*unstructured.Unstructured{crd("source.toolkit.fluxcd.io", "GitRepository")},
+			"appprojects.argoproj.io"},
+		{"other order", []*unstructured.Unstructured{project, repo, project}, nil,
+			"appprojects.argoproj.io,gitrepositories.source.toolkit.fluxcd.io"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := For(tc.objects, tc.defined)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := everyObject(tc.objects, tc.defined)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if names(got) != names(want) || names(got) != tc.want {
+				t.Errorf("For = %s; asking for every object: %s; want %s", names(got), names(want), tc.want)
+			}
+		})
+	}
+}
