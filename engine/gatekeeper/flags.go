@@ -122,7 +122,7 @@ func readFlags(objs []*unstructured.Unstructured) (Flags, error) {
 			}
 			first.From, f.From = "", ""
 			if fmt.Sprint(first) != fmt.Sprint(f) {
-				return Flags{}, fmt.Errorf("Gatekeeper's controller manager runs as Deployments %s and %s with different flags; truce cannot tell which one answers", key(deploys[0]), key(d))
+				return Flags{}, fmt.Errorf("two Deployments of Gatekeeper's controller manager, %s and %s, have different flags; truce cannot tell which one answers", key(deploys[0]), key(d))
 			}
 		}
 	}

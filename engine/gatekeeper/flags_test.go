@@ -75,7 +75,7 @@ func TestReadFlags(t *testing.T) {
 			deploy("gatekeeper-controller-manager", "", `["--exempt-namespace=a"]`),
 			deploy("gatekeeper-webhook-2", ", labels: {gatekeeper.sh/operation: webhook}", `["--exempt-namespace=b"]`),
 		},
-		wantErr: "with different flags",
+		wantErr: "have different flags",
 	}, {
 		name: "Argo CD Application of Gatekeeper's chart: the release namespace and the values",
 		objs: []string{app(`{destination: {namespace: policy}, source: {` + chart + `, helm: {valuesObject: {
