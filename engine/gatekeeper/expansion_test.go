@@ -226,3 +226,20 @@ spec:
         args: ` + args + `
 `
 }
+
+// TestExpansionUnpredictable: a constraint that matches the resultant but
+// could not be evaluated (a CEL-only template with the CEL driver off) is
+// named, with the template that implied the resultant.
+func TestExpansionUnpredictable(t *testing.T) {
+	cel := strings.ReplaceAll(celTemplate(false), "kinds: [ConfigMap]", "kinds: [Pod]")
+	chain := newChain(t, namespaces+"\n---\n"+expandDeployments("")+"\n---\n"+
+		controllerManagerDeployment(`["--enable-k8s-native-validation=false"]`)+cel)
+	res, err := chain.Admit(context.Background(), admission.Request{Object: objects(t, strings.ReplaceAll(deployment, "%s", "apps"))[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(res.Unpredictable, "; ")
+	if !res.Allowed || !strings.Contains(got, "[Implied by expand-deployments] K8sCELRequiredOwner owner not evaluated") {
+		t.Errorf("allowed=%v unpredictable=%q, want the resultant's constraint named", res.Allowed, got)
+	}
+}
