@@ -146,3 +146,19 @@ func TestExempt(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseFlags: any container args parse without a panic, and a list
+// flag given first as --name=value is read whatever follows it.
+func FuzzParseFlags(f *testing.F) {
+	for _, seed := range []string{"--exempt-namespace=a", "-exempt-namespace\x00b", "--enable-k8s-native-validation=false", "--", "-", "--exempt-namespace", "--disable-enforcementaction-validation"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, joined string) {
+		args := append([]string{"--exempt-namespace=fuzz-first"}, strings.Split(joined, "\x00")...)
+		var fl Flags
+		_ = fl.parse(args)
+		if len(fl.ExemptNamespaces) == 0 || fl.ExemptNamespaces[0] != "fuzz-first" {
+			t.Fatalf("parse(%q): exempt namespaces %q, want fuzz-first first", args, fl.ExemptNamespaces)
+		}
+	})
+}
