@@ -38,7 +38,7 @@ func webhookRules() []Rule {
 			Summary: "A fail-closed webhook whose namespaceSelector does not exclude kube-system or its own namespace",
 			Check:   checkFailClosedWithoutExclusion},
 		{ID: RuleWebhookFailClosedSingleReplica, Severity: SeverityWarning,
-			Summary: "A fail-closed webhook (or Kyverno's, for its fail-closed policies) served by a single replica",
+			Summary: "A fail-closed webhook (or Kyverno's, for its fail-closed policies) served by a single replica, or by replicas no PodDisruptionBudget keeps one of",
 			Check:   checkFailClosedSingleReplica},
 		{ID: RuleWebhookMatchesLeases, Severity: SeverityError,
 			Summary: "A webhook that intercepts Lease writes of kubelets and leader election (warning when it fails open)",

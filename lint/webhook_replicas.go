@@ -20,10 +20,12 @@ import (
 const RuleWebhookFailClosedSingleReplica = "webhook-fail-closed-single-replica"
 
 const (
-	whyFailClosedSingleReplica = "With failurePolicy Fail every write the webhook matches is rejected while its server is unreachable. " +
+	whyFailClosedSingleReplica = "With failurePolicy Fail every write the webhook matches is rejected while no Pod of its server is ready. " +
 		"With one replica that is every rollout of the server, every eviction of its Pod (a node drain, a cluster upgrade) and every crash: " +
-		"the writes fail until the new Pod is ready, and the Pod's own replacement may need writes the webhook matches."
-	fixFailClosedSingleReplica = "Run at least two replicas (spec.replicas, or a HorizontalPodAutoscaler's minReplicas) with a PodDisruptionBudget, " +
+		"the writes fail until the new Pod is ready, and the Pod's own replacement may need writes the webhook matches. " +
+		"With more replicas, evictions respect only a PodDisruptionBudget: without one that keeps a Pod, a drain of the nodes they run on evicts them all."
+	fixFailClosedSingleReplica = "Run at least two replicas (spec.replicas, or a HorizontalPodAutoscaler's minReplicas) with a PodDisruptionBudget " +
+		"that keeps at least one (minAvailable: 1, or maxUnavailable below the replicas), " +
 		"as the engines' guides advise for production (Gatekeeper's chart runs 3, Kyverno's admission controller should run 3); " +
 		"or use failurePolicy: Ignore if the webhook is not a security boundary."
 	// kyvernoAdmissionController is the Deployment of Kyverno's Helm chart
@@ -48,11 +50,15 @@ func checkFailClosedSingleReplica(_ context.Context, in *Input) ([]Finding, erro
 			return nil, nil
 		}
 		d, err := serving(in, deploys, w.service.Namespace, w.service.Name)
-		if err != nil || d == nil || d.replicas >= 2 {
+		if err != nil || d == nil {
 			return nil, err
 		}
-		msg := fmt.Sprintf("%s fails closed and its service %s/%s is served by %s (%s) with %s", w.label(), w.service.Namespace, w.service.Name,
-			objectName(d.obj.Object), where(d.obj), d.what)
+		problem, err := replicaProblem(in, *d)
+		if err != nil || problem == "" {
+			return nil, err
+		}
+		msg := fmt.Sprintf("%s fails closed and its service %s/%s is served by %s (%s) %s", w.label(), w.service.Namespace, w.service.Name,
+			objectName(d.obj.Object), where(d.obj), problem)
 		return []Finding{finding(c.obj, msg, whyFailClosedSingleReplica, fixFailClosedSingleReplica)}, nil
 	})
 	if err != nil {
@@ -75,11 +81,15 @@ func checkFailClosedSingleReplica(_ context.Context, in *Input) ([]Finding, erro
 		if l["app.kubernetes.io/component"] != kyvernoAdmissionController && !strings.HasSuffix(d.obj.Object.GetName(), kyvernoAdmissionController) {
 			continue
 		}
-		if d.replicas >= 2 {
+		problem, err := replicaProblem(in, d)
+		if err != nil {
+			return nil, err
+		}
+		if problem == "" {
 			continue
 		}
-		msg := fmt.Sprintf("Kyverno's admission controller runs with %s while %s fail closed: Kyverno registers its webhooks for them with failurePolicy Fail",
-			d.what, strings.Join(failing, ", "))
+		msg := fmt.Sprintf("%s fail closed (Kyverno registers its webhooks for them with failurePolicy Fail) and Kyverno's admission controller runs %s",
+			strings.Join(failing, ", "), problem)
 		out = append(out, finding(d.obj, msg, whyFailClosedSingleReplica, fixFailClosedSingleReplica))
 	}
 	return out, nil

@@ -38,26 +38,31 @@ var templateScheme = func() *runtime.Scheme {
 
 // newConstraintClient returns the constraint framework's client as
 // Gatekeeper's webhook builds it (main.go setupControllers, with its
-// default --enable-k8s-native-validation): the Kubernetes validation
-// target, the CEL driver (k8scel) first, then the Rego driver with
-// referential data ("inventory") enabled, the webhook enforcement point.
+// --enable-k8s-native-validation and --enable-referential-rules, true by
+// default): the Kubernetes validation target, the CEL driver (k8scel)
+// first, then the Rego driver with referential data ("inventory"), the
+// webhook enforcement point.
 // The client runs a template that carries both CEL and Rego with the first
 // driver that takes it, so the order decides which code answers.
-func newConstraintClient() (*constraintclient.Client, error) {
-	celDriver, err := k8scel.New()
-	if err != nil {
-		return nil, fmt.Errorf("creating Gatekeeper's CEL driver: %w", err)
+func newConstraintClient(flags Flags) (*constraintclient.Client, error) {
+	opts := []constraintclient.Opt{constraintclient.Targets(&target.K8sValidationTarget{})}
+	if flags.K8sNativeValidation {
+		celDriver, err := k8scel.New()
+		if err != nil {
+			return nil, fmt.Errorf("creating Gatekeeper's CEL driver: %w", err)
+		}
+		opts = append(opts, constraintclient.Driver(celDriver))
 	}
-	driver, err := rego.New(rego.Tracing(false), rego.Externs("inventory"))
+	externs := rego.Externs()
+	if flags.ReferentialRules {
+		externs = rego.Externs("inventory")
+	}
+	driver, err := rego.New(rego.Tracing(false), externs)
 	if err != nil {
 		return nil, fmt.Errorf("creating Gatekeeper's Rego driver: %w", err)
 	}
-	c, err := constraintclient.NewClient(
-		constraintclient.Targets(&target.K8sValidationTarget{}),
-		constraintclient.Driver(celDriver),
-		constraintclient.Driver(driver),
-		constraintclient.EnforcementPoints(util.WebhookEnforcementPoint),
-	)
+	opts = append(opts, constraintclient.Driver(driver), constraintclient.EnforcementPoints(util.WebhookEnforcementPoint))
+	c, err := constraintclient.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("creating Gatekeeper's constraint client: %w", err)
 	}
@@ -83,7 +88,7 @@ type notEvaluated struct {
 
 // unpredictable names the constraints that match review but were not
 // evaluated, with why, using Gatekeeper's own matcher.
-func (p *policies) unpredictable(review *target.AugmentedReview) []string {
+func (p *policies) unpredictable(review any) []string {
 	if len(p.notEvaluated) == 0 {
 		return nil
 	}
@@ -108,8 +113,8 @@ func (p *policies) unpredictable(review *target.AugmentedReview) []string {
 // readPolicies ingests the ConstraintTemplates and constraints among objs as
 // Gatekeeper's constraint template and constraint controllers do, and
 // inventory as its cache manager syncs it.
-func readPolicies(ctx context.Context, objs, inventory []*unstructured.Unstructured) (*policies, error) {
-	c, err := newConstraintClient()
+func readPolicies(ctx context.Context, objs, inventory []*unstructured.Unstructured, flags Flags) (*policies, error) {
+	c, err := newConstraintClient(flags)
 	if err != nil {
 		return nil, err
 	}

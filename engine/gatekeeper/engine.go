@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/open-policy-agent/gatekeeper/v3/pkg/expansion"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -69,11 +70,12 @@ func New() (*Engine, error) {
 func (e *Engine) Name() string { return "Gatekeeper" }
 
 // Configures implements admission.PolicyEngine: Gatekeeper reads its
-// mutators, ConstraintTemplates, constraints and Config, and the namespaces
-// its policies' namespaceSelectors are matched against.
+// mutators, ConstraintTemplates, constraints, ExpansionTemplates and
+// Config, and the namespaces its policies' namespaceSelectors are matched
+// against.
 func (e *Engine) Configures(gk k8sschema.GroupKind) bool {
 	switch gk.Group {
-	case mutationsGroup, configGroup, templatesGroup, constraintsGroup, syncSetGroup:
+	case mutationsGroup, configGroup, templatesGroup, constraintsGroup, syncSetGroup, expansionGroup:
 		return true
 	case "":
 		return gk.Kind == "Namespace"
@@ -85,14 +87,25 @@ func (e *Engine) Configures(gk k8sschema.GroupKind) bool {
 // configurations, and its webhook server answering for
 // gatekeeper-system/gatekeeper-webhook-service.
 func (e *Engine) Install(ctx context.Context, objs []*unstructured.Unstructured) (*admission.Installation, error) {
+	flags, err := readFlags(objs)
+	if err != nil {
+		return nil, err
+	}
 	cfg, err := readConfig(objs)
 	if err != nil {
 		return nil, err
 	}
 	system, errs := mutationSystem(objs)
+	var expander *expansion.System
+	if flags.GeneratorExpansion {
+		var expErrs []error
+		expander, expErrs = expansionSystem(objs, system)
+		errs = append(errs, expErrs...)
+	}
 	if len(errs) > 0 {
-		// Gatekeeper's validating webhook refuses such a mutator; one
-		// already in the cluster is a mistake to name, not to skip.
+		// Gatekeeper's validating webhook refuses such a mutator or
+		// ExpansionTemplate; one already in the cluster is a mistake to
+		// name, not to skip.
 		return nil, errors.Join(errs...)
 	}
 	nss, err := namespaces(objs)
@@ -103,7 +116,7 @@ func (e *Engine) Install(ctx context.Context, objs []*unstructured.Unstructured)
 	if err != nil {
 		return nil, err
 	}
-	pols, err := readPolicies(ctx, objs, inventory)
+	pols, err := readPolicies(ctx, objs, inventory, flags)
 	if err != nil {
 		return nil, err
 	}
@@ -116,8 +129,8 @@ func (e *Engine) Install(ctx context.Context, objs []*unstructured.Unstructured)
 	installed = append(installed, pols.crds...)
 	mux := http.NewServeMux()
 	mux.Handle(mutatePath, newMutationWebhook(system, cfg.excluder, nss))
-	mux.Handle(admitPath, newValidationWebhook(pols, cfg.excluder, nss))
-	mux.Handle(admitLabelPath, newNamespaceLabelWebhook())
+	mux.Handle(admitPath, newValidationWebhook(pols, cfg.excluder, nss, expander, flags))
+	mux.Handle(admitLabelPath, newNamespaceLabelWebhook(flags))
 	return &admission.Installation{
 		Objects: installed,
 		Webhooks: admission.InProcessWebhooks{

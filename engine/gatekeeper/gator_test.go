@@ -77,6 +77,18 @@ func TestGator(t *testing.T) {
 		{"policies+with-violations", []string{"policies", "no-policies/with-violations.yaml"}, true,
 			[]string{"Container <tomcat> in your <Pod> <test-pod1> has no <readinessProbe>"}},
 		{"policies+no-violations", []string{"policies", "no-policies/no-violations.yaml"}, false, nil},
+		// Gatekeeper's e2e test of expansion (test.bats "gatekeeper
+		// expansion test", its test/expansion files), step by step.
+		{"expansion-deployment-no-label", expansionCase("expand_deployments", "loadbalancers_must_have_env", "deployment_no_label"), true,
+			[]string{`[Implied by expand-deployments] you must provide labels: {"env"}`}},
+		{"expansion-deployment-with-label", expansionCase("expand_deployments", "loadbalancers_must_have_env", "deployment_with_label"), false, nil},
+		{"expansion-assignmetadata-generated", expansionCase("expand_deployments", "loadbalancers_must_have_env", "assignmeta_env", "deployment_no_label"), false, nil},
+		{"expansion-warn", expansionCase("warn_expand_deployments", "loadbalancers_must_have_env", "deployment_no_label"), false, nil},
+		{"expansion-constraint-source-generated", expansionCase("expand_deployments", "loadbalancers_must_have_env_source_gen", "deployment_no_label"), true,
+			[]string{`[Implied by expand-deployments] you must provide labels: {"env"}`}},
+		{"expansion-cronjob-job-pod", expansionCase("expand_cronjob_job_pod", "loadbalancers_must_have_env", "cronjob"), true,
+			[]string{`[Implied by expand-jobs] you must provide labels: {"env"}`}},
+		{"expansion-none", expansionCase("loadbalancers_must_have_env", "deployment_no_label"), false, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -84,7 +96,7 @@ func TestGator(t *testing.T) {
 			for _, p := range tc.files {
 				files = append(files, filepath.Join("testdata", "gator", p))
 			}
-			got := runTruce(t, files)
+			got := runTruce(t, files, strings.HasPrefix(tc.name, "expansion"))
 			denied := false
 			var lines []string
 			for _, ls := range got {
@@ -135,6 +147,16 @@ func TestGator(t *testing.T) {
 	}
 }
 
+// expansionCase is the files of test.bats's expansion test named, after
+// the ConstraintTemplate and the namespace the test creates.
+func expansionCase(names ...string) []string {
+	files := []string{"expansion-namespace.yaml", "expansion/k8srequiredlabels_ct.yaml"}
+	for _, n := range names {
+		files = append(files, "expansion/"+n+".yaml")
+	}
+	return files
+}
+
 func readFiles(t *testing.T, files []string) []*unstructured.Unstructured {
 	t.Helper()
 	var out []*unstructured.Unstructured
@@ -163,12 +185,15 @@ func readFiles(t *testing.T, files []string) []*unstructured.Unstructured {
 }
 
 // runTruce writes the cases' other objects through a chain whose cluster
-// holds its Gatekeeper objects.
-func runTruce(t *testing.T, files []string) verdicts {
+// holds its Gatekeeper objects, and its Namespaces when nsInCluster (the
+// expansion cases: test.bats creates the namespace first, and gator reads a
+// Namespace as the namespace of the objects in it; the other fixtures
+// review Namespaces as objects).
+func runTruce(t *testing.T, files []string, nsInCluster bool) verdicts {
 	t.Helper()
 	var cluster, writes []*unstructured.Unstructured
 	for _, o := range readFiles(t, files) {
-		if gatekeeper.Reads(o.GroupVersionKind().Group) {
+		if gatekeeper.Reads(o.GroupVersionKind().Group) || nsInCluster && o.GetAPIVersion() == "v1" && o.GetKind() == "Namespace" {
 			cluster = append(cluster, o)
 		} else {
 			writes = append(writes, o)

@@ -10,6 +10,7 @@ import (
 	"github.com/open-policy-agent/frameworks/constraint/pkg/client/reviews"
 	rtypes "github.com/open-policy-agent/frameworks/constraint/pkg/types"
 	"github.com/open-policy-agent/gatekeeper/v3/pkg/controller/config/process"
+	"github.com/open-policy-agent/gatekeeper/v3/pkg/expansion"
 	mutationtypes "github.com/open-policy-agent/gatekeeper/v3/pkg/mutation/types"
 	"github.com/open-policy-agent/gatekeeper/v3/pkg/target"
 	"github.com/open-policy-agent/gatekeeper/v3/pkg/util"
@@ -36,10 +37,6 @@ const httpStatusWarning = 299
 // namespaces may carry it.
 const ignoreLabel = "admission.gatekeeper.sh/ignore"
 
-// exemptNamespaces are the namespaces Gatekeeper's manifests exempt
-// (--exempt-namespace=gatekeeper-system).
-var exemptNamespaces = map[string]bool{Namespace: true}
-
 // validationHandler answers as Gatekeeper's validating webhook
 // (pkg/webhook/policy.go validationHandler.Handle, reviewRequest and
 // getValidationMessages, in the same order), around the constraint
@@ -48,10 +45,14 @@ type validationHandler struct {
 	policies   *policies
 	excluder   *process.Excluder
 	namespaces map[string]*corev1.Namespace
+	// expansion expands generators into resultants (nil with
+	// --enable-generator-resource-expansion=false).
+	expansion *expansion.System
+	flags     Flags
 }
 
-func newValidationWebhook(p *policies, excluder *process.Excluder, namespaces map[string]*corev1.Namespace) http.Handler {
-	return &admission.Webhook{Handler: &validationHandler{policies: p, excluder: excluder, namespaces: namespaces}}
+func newValidationWebhook(p *policies, excluder *process.Excluder, namespaces map[string]*corev1.Namespace, exp *expansion.System, flags Flags) http.Handler {
+	return &admission.Webhook{Handler: &validationHandler{policies: p, excluder: excluder, namespaces: namespaces, expansion: exp, flags: flags}}
 }
 
 func (h *validationHandler) Handle(ctx context.Context, req admission.Request) admission.Response {
@@ -103,9 +104,9 @@ func (h *validationHandler) Handle(ctx context.Context, req admission.Request) a
 	return out
 }
 
-// review is Gatekeeper's reviewRequest without expansion (truce does not
-// read ExpansionTemplates); it also names the matching constraints it could
-// not evaluate.
+// review is Gatekeeper's reviewRequest: the request reviewed, then the
+// resultants its ExpansionTemplates expand it into; it also names the
+// matching constraints it could not evaluate.
 func (h *validationHandler) review(ctx context.Context, req *admission.Request) (*rtypes.Responses, []string, error) {
 	// Server-side apply of a namespace is reviewed as cluster-scoped
 	// (open-policy-agent/gatekeeper#792).
@@ -124,15 +125,25 @@ func (h *validationHandler) review(ctx context.Context, req *admission.Request) 
 		}
 		review.Namespace = ns
 	}
-	opts := []reviews.ReviewOpt{reviews.EnforcementPoint(util.WebhookEnforcementPoint)}
-	if opt := util.NamespaceReviewOpt(review.Namespace, logr.Discard()); opt != nil {
-		opts = append(opts, opt)
-	}
-	resp, err := h.policies.client.Review(ctx, review, opts...)
+	resp, err := h.policies.client.Review(ctx, review, h.reviewOpts(review.Namespace)...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("error reviewing resource %s: %w", req.Name, err)
 	}
-	return resp, h.policies.unpredictable(review), nil
+	unpredictable := h.policies.unpredictable(review)
+	implied, err := h.reviewResultants(ctx, req, review, resp)
+	if err != nil {
+		return nil, nil, err
+	}
+	return resp, append(unpredictable, implied...), nil
+}
+
+// reviewOpts are the options of Gatekeeper's validationHandler.review.
+func (h *validationHandler) reviewOpts(ns *corev1.Namespace) []reviews.ReviewOpt {
+	opts := []reviews.ReviewOpt{reviews.EnforcementPoint(util.WebhookEnforcementPoint)}
+	if opt := util.NamespaceReviewOpt(ns, logr.Discard()); opt != nil {
+		opts = append(opts, opt)
+	}
+	return opts
 }
 
 // validationMessages is Gatekeeper's getValidationMessages: each result's
@@ -213,10 +224,18 @@ func (h *validationHandler) validateGatekeeperResource(ctx context.Context, req 
 		if err != nil {
 			return false, err
 		}
-		if found && action != "" {
+		if found && action != "" && !h.flags.DisableEnforcementActionValidation {
 			if err := util.ValidateEnforcementAction(util.EnforcementAction(action), obj.Object); err != nil {
 				return false, err
 			}
+		}
+	case req.Kind.Group == expansionGroup && req.Kind.Kind == "ExpansionTemplate":
+		et, err := unversionedExpansionTemplate(obj)
+		if err != nil {
+			return false, err
+		}
+		if err := expansion.ValidateTemplate(et); err != nil {
+			return true, err
 		}
 	case req.Kind.Group == configGroup && req.Kind.Kind == "Config":
 		if req.Name != configName {
@@ -233,15 +252,15 @@ func (h *validationHandler) validateGatekeeperResource(ctx context.Context, req 
 }
 
 // namespaceLabelHandler is Gatekeeper's check-ignore-label webhook
-// (pkg/webhook/namespacelabel.go): only exempt namespaces may carry the
-// ignore label.
-type namespaceLabelHandler struct{}
+// (pkg/webhook/namespacelabel.go): only exempt namespaces
+// (--exempt-namespace, -prefix, -suffix) may carry the ignore label.
+type namespaceLabelHandler struct{ flags Flags }
 
-func newNamespaceLabelWebhook() http.Handler {
-	return &admission.Webhook{Handler: namespaceLabelHandler{}}
+func newNamespaceLabelWebhook(flags Flags) http.Handler {
+	return &admission.Webhook{Handler: namespaceLabelHandler{flags: flags}}
 }
 
-func (namespaceLabelHandler) Handle(_ context.Context, req admission.Request) admission.Response {
+func (h namespaceLabelHandler) Handle(_ context.Context, req admission.Request) admission.Response {
 	if req.Operation == admissionv1.Delete {
 		return admission.Allowed("Delete is always allowed")
 	}
@@ -254,7 +273,7 @@ func (namespaceLabelHandler) Handle(_ context.Context, req admission.Request) ad
 		r.Result.Code = http.StatusInternalServerError
 		return r
 	}
-	if exemptNamespaces[obj.GetName()] {
+	if h.flags.exempt(obj.GetName()) {
 		return admission.Allowed(fmt.Sprintf("Namespace %s is allowed to set %s", obj.GetName(), ignoreLabel))
 	}
 	if _, ok := obj.GetLabels()[ignoreLabel]; ok {
