@@ -61,8 +61,12 @@ const (
 // its objects, the informers and caches Kyverno's admission server reads,
 // and the server's routes.
 type policySet struct {
-	cancel   context.CancelFunc
-	mux      http.Handler
+	cancel context.CancelFunc
+	mux    http.Handler
+	// reverse serves the legacy mutation paths with the policies in the
+	// reverse order (order.go), pcache the policies' cache.
+	reverse  http.Handler
+	pcache   policycache.Cache
 	webhooks []json.RawMessage
 	warnings []string
 }
@@ -136,6 +140,15 @@ func (s *sets) review(ctx context.Context, req *protocol.ReviewRequest) (json.Ra
 	ps.mux.ServeHTTP(rec, hr)
 	if rec.Code != http.StatusOK {
 		return nil, nil, fmt.Errorf("kyverno answered %s on %s: %s", http.StatusText(rec.Code), req.Path, bytes.TrimSpace(rec.Body.Bytes()))
+	}
+	if isLegacyMutation(req.Path) {
+		what, err := orderDependence(ctx, ps.reverse, ps.pcache, req.Path, req.Review, rec.Body.Bytes())
+		if err != nil {
+			return nil, nil, err
+		}
+		if what != "" {
+			record(ctx, what)
+		}
 	}
 	return rec.Body.Bytes(), u.list(), nil
 }
@@ -290,16 +303,19 @@ func buildSet(parent context.Context, req *protocol.LoadRequest) (ps *policySet,
 	if err != nil {
 		return nil, err
 	}
-	resourceHandlers := webhooksresource.NewHandlers(
-		eng, client, kyvernoClient, configuration, metrics.NewFakeMetricsConfig(), pcache,
-		nsLister, urLister, cpolInformer, polInformer,
-		updaterequest.NewFake(), event.NewFake(),
-		false, backgroundServiceAccount, reportsServiceAccount, jp, 1, 1,
-	)
-	rh := webhooks.ResourceHandlers{
-		Mutation:   webhooks.HandlerFunc(resourceHandlers.Mutate),
-		Validation: webhooks.HandlerFunc(resourceHandlers.Validate),
+	newResourceHandlers := func(reverse bool) webhooks.ResourceHandlers {
+		h := webhooksresource.NewHandlers(
+			eng, client, kyvernoClient, configuration, metrics.NewFakeMetricsConfig(), orderedCache{Cache: pcache, reverse: reverse},
+			nsLister, urLister, cpolInformer, polInformer,
+			updaterequest.NewFake(), event.NewFake(),
+			false, backgroundServiceAccount, reportsServiceAccount, jp, 1, 1,
+		)
+		return webhooks.ResourceHandlers{
+			Mutation:   webhooks.HandlerFunc(h.Mutate),
+			Validation: webhooks.HandlerFunc(h.Validate),
+		}
 	}
+	rh := newResourceHandlers(false)
 	if cel := sortCEL(d.kyverno); !cel.empty() {
 		ch, err := newCELHandlers(cel, configuration, client, kubeClient, kyvernoClient, nsLister, kubeInformer.Core().V1().Secrets().Lister(), req.OpenAPI)
 		if err != nil {
@@ -312,12 +328,13 @@ func buildSet(parent context.Context, req *protocol.LoadRequest) (ps *policySet,
 		warnings = append(warnings, ch.warnings...)
 	}
 	mux := newMux(configuration, rh, rbLister, crbLister, client.Discovery())
+	reverse := newMux(configuration, newResourceHandlers(true), rbLister, crbLister, client.Discovery())
 
 	configs, err := hooks.build(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &policySet{cancel: cancel, mux: mux, webhooks: configs, warnings: warnings}, nil
+	return &policySet{cancel: cancel, mux: mux, reverse: reverse, pcache: pcache, webhooks: configs, warnings: warnings}, nil
 }
 
 // newMux routes the resource webhook paths as Kyverno's server does
