@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -36,8 +37,9 @@ type orderedCache struct {
 
 func (c orderedCache) GetPolicies(t policycache.PolicyType, gvr schema.GroupVersionResource, sub string, ns *corev1.Namespace) []kyvernov1.PolicyInterface {
 	ps := c.Cache.GetPolicies(t, gvr, sub, ns)
+	// Namespace, then name: cluster-wide policies first.
 	slices.SortFunc(ps, func(a, b kyvernov1.PolicyInterface) int {
-		x := strings.Compare(orderKey(a), orderKey(b))
+		x := cmp.Or(strings.Compare(a.GetNamespace(), b.GetNamespace()), strings.Compare(a.GetName(), b.GetName()))
 		if c.reverse {
 			return -x
 		}
@@ -46,8 +48,13 @@ func (c orderedCache) GetPolicies(t policycache.PolicyType, gvr schema.GroupVers
 	return ps
 }
 
-func orderKey(p kyvernov1.PolicyInterface) string {
-	return p.GetNamespace() + "/" + p.GetName()
+// legacyPolicyName is "ClusterPolicy NAME" or "Policy NAMESPACE/NAME"
+// (listed policies carry no kind).
+func legacyPolicyName(p kyvernov1.PolicyInterface) string {
+	if p.IsNamespaced() {
+		return "Policy " + policyKey(p)
+	}
+	return "ClusterPolicy " + policyKey(p)
 }
 
 // isLegacyMutation reports whether path is one of the resource mutation
@@ -95,11 +102,7 @@ func orderDependence(ctx context.Context, reverse http.Handler, pc policycache.C
 	ns := &corev1.Namespace{}
 	ns.Name = req.Namespace
 	for _, p := range (orderedCache{Cache: pc}).GetPolicies(policycache.Mutate, gvr, req.SubResource, ns) {
-		kind := "ClusterPolicy"
-		if p.IsNamespaced() {
-			kind = "Policy"
-		}
-		names = append(names, kind+" "+strings.TrimPrefix(orderKey(p), "/"))
+		names = append(names, legacyPolicyName(p))
 	}
 	return fmt.Sprintf("Kyverno applies the mutate rules of %s in no fixed order (its policy cache is a set), and the mutated object depends on the order", strings.Join(names, ", ")), nil
 }

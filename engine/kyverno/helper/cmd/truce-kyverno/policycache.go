@@ -52,11 +52,7 @@ func fillPolicyCache(pc policycache.Cache, client dclient.Interface, cpols kyver
 			continue
 		}
 		if err := pc.Set(key, p, client.Discovery()); err != nil {
-			kind := "ClusterPolicy"
-			if p.IsNamespaced() {
-				kind = "Policy"
-			}
-			warnings = append(warnings, fmt.Sprintf("%s %s matches kinds the cluster does not serve (%s): Kyverno applies it to the others (%v)", kind, key, strings.Join(unknownKinds(p, client.Discovery()), ", "), err))
+			warnings = append(warnings, fmt.Sprintf("%s matches kinds the cluster does not serve (%s): Kyverno applies it to the others (%v)", legacyPolicyName(p), strings.Join(unknownKinds(p, client.Discovery()), ", "), err))
 		}
 	}
 	return warnings, nil
