@@ -85,13 +85,22 @@ func checkArgoInstallsKyverno(_ context.Context, in *Input) ([]Finding, error) {
 // Kyverno's Git repository), or returns "".
 func kyvernoChartSource(app *gitops.ArgoApplication) string {
 	for _, s := range app.Sources {
-		repo := strings.TrimSuffix(strings.TrimSuffix(strings.ToLower(s.RepoURL), "/"), ".git")
-		switch {
-		case s.Chart == kyvernoChart && (strings.Contains(repo, kyvernoChartRepository) || strings.Contains(repo, kyvernoChartOCIRepository)):
-			return fmt.Sprintf("chart %s from %s", s.Chart, s.RepoURL)
-		case strings.HasSuffix(repo, kyvernoChartGitRepository) && strings.Trim(s.Path, "/") == kyvernoChartPathInKyvernos:
-			return fmt.Sprintf("path %s of %s", s.Path, s.RepoURL)
+		if what := kyvernoSource(s.RepoURL, s.Chart, s.Path); what != "" {
+			return what
 		}
+	}
+	return ""
+}
+
+// kyvernoSource says how one Application source installs Kyverno's chart,
+// or "" when it does not.
+func kyvernoSource(repoURL, chart, path string) string {
+	repo := strings.TrimSuffix(strings.TrimSuffix(strings.ToLower(repoURL), "/"), ".git")
+	switch {
+	case chart == kyvernoChart && (strings.Contains(repo, kyvernoChartRepository) || strings.Contains(repo, kyvernoChartOCIRepository)):
+		return fmt.Sprintf("chart %s from %s", chart, repoURL)
+	case strings.HasSuffix(repo, kyvernoChartGitRepository) && strings.Trim(path, "/") == kyvernoChartPathInKyvernos:
+		return fmt.Sprintf("path %s of %s", path, repoURL)
 	}
 	return ""
 }

@@ -10,9 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/yaml"
 
+	"github.com/truce-dev/truce/engine/gatekeeper"
 	"github.com/truce-dev/truce/manifest"
+	"github.com/truce-dev/truce/render/argovalues"
 )
 
 // RuleWebhookFailClosedSingleReplica reports a fail-closed webhook served
@@ -201,51 +202,6 @@ func kyvernoFailClosedPolicies(in *Input) []string {
 	return out
 }
 
-// Gatekeeper's Helm chart.
-const (
-	gatekeeperChart           = "gatekeeper"
-	gatekeeperChartRepository = "open-policy-agent.github.io/gatekeeper/charts"
-)
-
-// chartValues returns the Helm values of an Application's sources
-// (helm.valuesObject, or helm.values parsed as YAML), merged in order.
-func chartValues(o manifest.Object) (map[string]any, error) {
-	var sources []any
-	if s, ok, _ := unstructured.NestedMap(o.Object.Object, "spec", "source"); ok {
-		sources = append(sources, s)
-	}
-	if ss, ok, _ := unstructured.NestedSlice(o.Object.Object, "spec", "sources"); ok {
-		sources = append(sources, ss...)
-	}
-	out := map[string]any{}
-	for _, s := range sources {
-		src, _ := s.(map[string]any)
-		if v, ok, _ := unstructured.NestedMap(src, "helm", "valuesObject"); ok {
-			mergeValues(out, v)
-		}
-		if text, ok, _ := unstructured.NestedString(src, "helm", "values"); ok && text != "" {
-			v := map[string]any{}
-			if err := yaml.Unmarshal([]byte(text), &v); err != nil {
-				return nil, fmt.Errorf("%s: spec.source.helm.values: %w", where(o), err)
-			}
-			mergeValues(out, v)
-		}
-	}
-	return out, nil
-}
-
-func mergeValues(into, from map[string]any) {
-	for k, v := range from {
-		if m, ok := v.(map[string]any); ok {
-			if dst, ok := into[k].(map[string]any); ok {
-				mergeValues(dst, m)
-				continue
-			}
-		}
-		into[k] = v
-	}
-}
-
 // valueInt reads a number of Helm values at path.
 func valueInt(values map[string]any, path ...string) (int64, bool) {
 	v, ok, _ := unstructured.NestedFieldNoCopy(values, path...)
@@ -266,54 +222,67 @@ func valueInt(values map[string]any, path ...string) (int64, bool) {
 // chart whose values make a webhook fail closed with fewer than two
 // replicas of its controller manager (3 by default).
 func checkChartReplicas(in *Input) ([]Finding, error) {
-	apps, objs, err := argoApplications(in)
-	if err != nil {
-		return nil, err
-	}
 	var out []Finding
-	for i, app := range apps {
-		o := objs[i]
-		if src := kyvernoChartSource(app); src != "" {
-			values, err := chartValues(o)
-			if err != nil {
-				return nil, err
-			}
-			what := "1 replica (admissionController.replicas unset, the chart's default)"
-			if n, ok := valueInt(values, "admissionController", "replicas"); ok {
-				if n >= 2 {
-					continue
-				}
-				what = fmt.Sprintf("%d replica(s) (admissionController.replicas)", n)
-			}
-			out = append(out, finding(o, fmt.Sprintf("Application %q installs Kyverno's Helm chart (%s) with its admission controller at %s; Kyverno's policies fail closed by default",
-				app.Name, src, what), whyFailClosedSingleReplica, fixFailClosedSingleReplica))
+	for _, o := range in.Objects {
+		if !isKind(o, "argoproj.io", "Application") {
 			continue
 		}
-		for _, s := range app.Sources {
-			if s.Chart != gatekeeperChart || !strings.Contains(strings.ToLower(s.RepoURL), gatekeeperChartRepository) {
-				continue
-			}
-			values, err := chartValues(o)
-			if err != nil {
-				return nil, err
-			}
-			n, ok := valueInt(values, "replicas")
-			if !ok || n >= 2 {
-				break
-			}
-			var closed []string
-			for _, key := range []string{"validatingWebhookFailurePolicy", "mutatingWebhookFailurePolicy"} {
-				if v, _, _ := unstructured.NestedString(values, key); v == "Fail" {
-					closed = append(closed, key+": Fail")
+		sources, err := argovalues.Sources(o.Object)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", where(o), err)
+		}
+		for _, s := range sources {
+			if f, err := chartReplicas(o, s); err != nil || f != nil {
+				if err != nil {
+					return nil, err
 				}
-			}
-			if len(closed) == 0 {
+				out = append(out, *f)
 				break
 			}
-			out = append(out, finding(o, fmt.Sprintf("Application %q installs Gatekeeper's Helm chart with %s and replicas: %d",
-				app.Name, strings.Join(closed, ", "), n), whyFailClosedSingleReplica, fixFailClosedSingleReplica))
-			break
 		}
 	}
 	return out, nil
+}
+
+// chartReplicas is the finding for one Application source installing
+// Kyverno's or Gatekeeper's chart, nil when the source's own values (as
+// Argo CD passes them to helm template) give it replicas to fail closed
+// with, or it installs neither.
+func chartReplicas(o manifest.Object, s argovalues.Source) (*Finding, error) {
+	src := kyvernoSource(s.RepoURL, s.Chart, s.Path)
+	if src == "" && !s.Installs(gatekeeper.ChartName, gatekeeper.ChartRepository) {
+		return nil, nil
+	}
+	values, err := s.Inline()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where(o), err)
+	}
+	if src != "" {
+		what := "1 replica (admissionController.replicas unset, the chart's default)"
+		if n, ok := valueInt(values, "admissionController", "replicas"); ok {
+			if n >= 2 {
+				return nil, nil
+			}
+			what = fmt.Sprintf("%d replica(s) (admissionController.replicas)", n)
+		}
+		f := finding(o, fmt.Sprintf("Application %q installs Kyverno's Helm chart (%s) with its admission controller at %s; Kyverno's policies fail closed by default",
+			o.Object.GetName(), src, what), whyFailClosedSingleReplica, fixFailClosedSingleReplica)
+		return &f, nil
+	}
+	n, ok := valueInt(values, "replicas")
+	if !ok || n >= 2 {
+		return nil, nil
+	}
+	var closed []string
+	for _, key := range []string{"validatingWebhookFailurePolicy", "mutatingWebhookFailurePolicy"} {
+		if v, _, _ := unstructured.NestedString(values, key); v == "Fail" {
+			closed = append(closed, key+": Fail")
+		}
+	}
+	if len(closed) == 0 {
+		return nil, nil
+	}
+	f := finding(o, fmt.Sprintf("Application %q installs Gatekeeper's Helm chart with %s and replicas: %d",
+		o.Object.GetName(), strings.Join(closed, ", "), n), whyFailClosedSingleReplica, fixFailClosedSingleReplica)
+	return &f, nil
 }

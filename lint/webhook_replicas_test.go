@@ -175,6 +175,27 @@ spec:
 			[]string{`installs Gatekeeper's Helm chart with validatingWebhookFailurePolicy: Fail and replicas: 1`}},
 		{"Gatekeeper's chart failing open with one replica", []string{app("repoURL: https://open-policy-agent.github.io/gatekeeper/charts\n    chart: gatekeeper\n    targetRevision: 3.23.1",
 			"valuesObject: {replicas: 1}")}, nil},
+		// Argo CD passes valuesObject instead of values, never both.
+		{"Kyverno's chart: valuesObject replaces values", []string{app("repoURL: https://kyverno.github.io/kyverno/\n    chart: kyverno\n    targetRevision: 3.7.1",
+			"values: |\n        admissionController:\n          replicas: 3\n      valuesObject: {admissionController: {replicas: 1}}")},
+			[]string{"admission controller at 1 replica(s) (admissionController.replicas)"}},
+		{"Kyverno's chart: a parameter sets the replicas", []string{app("repoURL: https://kyverno.github.io/kyverno/\n    chart: kyverno\n    targetRevision: 3.7.1",
+			"parameters: [{name: admissionController.replicas, value: \"3\"}]")}, nil},
+		{"Gatekeeper's chart: parameters fail closed with one replica", []string{app("repoURL: https://open-policy-agent.github.io/gatekeeper/charts\n    chart: gatekeeper\n    targetRevision: 3.23.1",
+			"parameters: [{name: replicas, value: \"1\"}, {name: mutatingWebhookFailurePolicy, value: Fail}]")},
+			[]string{`installs Gatekeeper's Helm chart with mutatingWebhookFailurePolicy: Fail and replicas: 1`}},
+		// Each source's values are its own: another source's values do not
+		// reach Gatekeeper's chart.
+		{"Gatekeeper's chart: another source's values", []string{`apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: engine, namespace: argocd}
+spec:
+  project: default
+  sources:
+  - {repoURL: https://open-policy-agent.github.io/gatekeeper/charts, chart: gatekeeper, targetRevision: 3.23.1, helm: {valuesObject: {replicas: 3}}}
+  - {repoURL: https://charts.example.com, chart: other, targetRevision: 1.0.0, helm: {valuesObject: {replicas: 1, validatingWebhookFailurePolicy: Fail}}}
+  destination: {server: https://kubernetes.default.svc, namespace: engine}
+`}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,7 +8,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
+
+	"github.com/truce-dev/truce/render/argovalues"
 )
 
 // Flags are the command-line flags of Gatekeeper's controller manager
@@ -221,45 +222,34 @@ func (f *Flags) parse(args []string) error {
 
 // Gatekeeper's Helm chart, as Argo CD Applications name it.
 const (
-	gatekeeperChart           = "gatekeeper"
-	gatekeeperChartRepository = "open-policy-agent.github.io/gatekeeper/charts"
+	ChartName       = "gatekeeper"
+	ChartRepository = "open-policy-agent.github.io/gatekeeper/charts"
 )
 
 // chartFlags reads the flags Gatekeeper's chart (v3.23.1) passes its
 // controller manager from the Helm values of an Argo CD Application that
-// installs it (spec.source(s) helm.valuesObject, else helm.values, then
-// helm.parameters): --exempt-namespace for the release namespace (the
-// Application's destination namespace) and for each of
-// controllerManager.exemptNamespaces, the prefixes and suffixes, and
-// enableGeneratorResourceExpansion, enableK8sNativeValidation,
+// installs it (the values the source sets itself, as Argo CD gives them
+// to helm template: render/argovalues): --exempt-namespace for the
+// release namespace (the Application's destination namespace) and for
+// each of controllerManager.exemptNamespaces, the prefixes and suffixes,
+// and enableGeneratorResourceExpansion, enableK8sNativeValidation,
 // enableReferentialRules, disableEnforcementActionValidation. Value files
 // are not read here; when truce renders the chart, its Deployment is read
 // instead.
 func chartFlags(app *unstructured.Unstructured) (Flags, bool, error) {
-	var sources []any
-	if s, ok, _ := unstructured.NestedMap(app.Object, "spec", "source"); ok {
-		sources = append(sources, s)
-	}
-	if ss, ok, _ := unstructured.NestedSlice(app.Object, "spec", "sources"); ok {
-		sources = append(sources, ss...)
-	}
 	where := fmt.Sprintf("Argo CD Application %s/%s", app.GetNamespace(), app.GetName())
-	for _, s := range sources {
-		src, _ := s.(map[string]any)
-		chart, _, _ := unstructured.NestedString(src, "chart")
-		repo, _, _ := unstructured.NestedString(src, "repoURL")
-		if chart != gatekeeperChart || !strings.Contains(strings.ToLower(repo), gatekeeperChartRepository) {
+	sources, err := argovalues.Sources(app)
+	if err != nil {
+		return Flags{}, false, fmt.Errorf("reading Gatekeeper's flags from %s: %w", where, err)
+	}
+	for _, src := range sources {
+		if !src.Installs(ChartName, ChartRepository) {
 			continue
 		}
-		values := map[string]any{}
-		if v, ok, _ := unstructured.NestedMap(src, "helm", "valuesObject"); ok {
-			values = v
-		} else if text, ok, _ := unstructured.NestedString(src, "helm", "values"); ok && text != "" {
-			if err := yaml.Unmarshal([]byte(text), &values); err != nil {
-				return Flags{}, false, fmt.Errorf("reading Gatekeeper's flags from %s: spec.source.helm.values: %w", where, err)
-			}
+		values, err := src.Inline()
+		if err != nil {
+			return Flags{}, false, fmt.Errorf("reading Gatekeeper's flags from %s: %w", where, err)
 		}
-		params, _, _ := unstructured.NestedSlice(src, "helm", "parameters")
 		releaseNS, _, _ := unstructured.NestedString(app.Object, "spec", "destination", "namespace")
 		if releaseNS == "" {
 			releaseNS = "default"
@@ -294,15 +284,11 @@ func chartFlags(app *unstructured.Unstructured) (Flags, bool, error) {
 		} {
 			*b.into = b.def
 			v, ok := values[b.key]
-			for _, p := range params {
-				pm, _ := p.(map[string]any)
-				if pm["name"] == b.key {
-					v, ok = pm["value"], true
-				}
-			}
-			if !ok {
+			if !ok || v == nil {
 				continue
 			}
+			// The chart prints the value into the flag (--name={{ .Values.name }}),
+			// which Go's flag package then parses.
 			parsed, err := strconv.ParseBool(fmt.Sprint(v))
 			if err != nil {
 				return Flags{}, false, fmt.Errorf("reading Gatekeeper's flags from %s: %s: %w", where, b.key, err)

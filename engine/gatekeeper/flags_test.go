@@ -93,6 +93,33 @@ func TestReadFlags(t *testing.T) {
 			f.DisableEnforcementActionValidation = true
 		}),
 	}, {
+		// Argo CD passes valuesObject instead of values, not merged with them.
+		name: "valuesObject replaces values",
+		objs: []string{app(`{destination: {namespace: gatekeeper-system}, source: {` + chart + `, helm: {
+  values: "enableReferentialRules: false\n",
+  valuesObject: {disableEnforcementActionValidation: true}}}}`)},
+		want: with(func(f *Flags) {
+			f.ExemptNamespaces = []string{"gatekeeper-system"}
+			f.DisableEnforcementActionValidation = true
+		}),
+	}, {
+		name: "nested parameters as helm --set and --set-string read them",
+		objs: []string{app(`{destination: {namespace: gatekeeper-system}, source: {` + chart + `, helm: {
+  valuesObject: {controllerManager: {exemptNamespaces: [a, b]}},
+  parameters: [{name: "controllerManager.exemptNamespaces[1]", value: c}, {name: enableK8sNativeValidation, value: "false", forceString: true}]}}}`)},
+		want: with(func(f *Flags) {
+			f.ExemptNamespaces = []string{"gatekeeper-system", "a", "c"}
+			f.K8sNativeValidation = false
+		}),
+	}, {
+		name:    "a parameter Helm cannot parse",
+		objs:    []string{app(`{destination: {namespace: x}, source: {` + chart + `, helm: {parameters: [{name: "a[x]", value: "1"}]}}}`)},
+		wantErr: "spec.source.helm.parameters: --set a[x]=1",
+	}, {
+		name:    "helm values of the wrong type",
+		objs:    []string{app(`{destination: {namespace: x}, source: {` + chart + `, helm: {values: {a: 1}}}}`)},
+		wantErr: "spec.source.helm.values",
+	}, {
 		name: "the Deployment wins over an Application",
 		objs: []string{
 			app(`{destination: {namespace: policy}, source: {` + chart + `}}`),

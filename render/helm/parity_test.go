@@ -11,6 +11,7 @@ import (
 
 	"github.com/truce-dev/truce/manifest"
 	"github.com/truce-dev/truce/render"
+	"github.com/truce-dev/truce/render/argovalues"
 )
 
 // parityCase is one chart and one set of inputs, given to Render (through
@@ -161,7 +162,7 @@ func helmArgs(t *testing.T, dir string, tc parityCase, opts render.Options) []st
 		if p.ForceString {
 			flag = "--set-string"
 		}
-		args = append(args, flag, p.Name+"="+cleanSetParameters(p.Value))
+		args = append(args, flag, p.Name+"="+argovalues.CleanSetParameters(p.Value))
 	}
 	return args
 }

@@ -13,10 +13,10 @@ import (
 
 	"helm.sh/helm/v4/pkg/cli/values"
 	"helm.sh/helm/v4/pkg/getter"
-	"sigs.k8s.io/yaml"
 
 	"github.com/truce-dev/truce/manifest"
 	"github.com/truce-dev/truce/render"
+	"github.com/truce-dev/truce/render/argovalues"
 )
 
 // ArgoValues are an Argo CD Application's spec.source.helm values settings.
@@ -53,10 +53,7 @@ type ArgoValues struct {
 }
 
 // Parameter is one spec.source.helm.parameters entry.
-type Parameter struct {
-	Name, Value string
-	ForceString bool
-}
+type Parameter = argovalues.Parameter
 
 // FileParameter is one spec.source.helm.fileParameters entry.
 type FileParameter struct {
@@ -91,7 +88,7 @@ func (v ArgoValues) Merge(ctx context.Context, chartDir string, p *Puller) (map[
 	if opts.ValueFiles, err = r.valueFiles(v.Files, v.IgnoreMissingValueFiles); err != nil {
 		return nil, err
 	}
-	inline, err := v.inlineYAML()
+	inline, err := argovalues.InlineYAML(v.Values, v.ValuesObject)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +101,7 @@ func (v ArgoValues) Merge(ctx context.Context, chartDir string, p *Puller) (map[
 		opts.ValueFiles = append(opts.ValueFiles, tmp)
 		r.rename = map[string]string{tmp: inlineValuesName}
 	}
-	opts.Values, opts.StringValues = setFlags(v.Parameters)
+	opts.Values, opts.StringValues = argovalues.SetFlags(v.Parameters)
 	for _, fp := range dedupe(v.FileParameters) {
 		path, err := r.resolve(fp.Path)
 		if err != nil {
@@ -115,7 +112,7 @@ func (v ArgoValues) Merge(ctx context.Context, chartDir string, p *Puller) (map[
 				return nil, fmt.Errorf("helm.fileParameters %s: %w", fp.Name, err)
 			}
 		}
-		opts.FileValues = append(opts.FileValues, fp.Name+"="+cleanSetParameters(path))
+		opts.FileValues = append(opts.FileValues, fp.Name+"="+argovalues.CleanSetParameters(path))
 	}
 
 	var providers getter.Providers
@@ -179,18 +176,6 @@ func mergeValues(opts *values.Options, p getter.Providers) (out map[string]any, 
 	return opts.MergeValues(p)
 }
 
-// inlineYAML is what Argo CD writes to its temporary values file.
-func (v ArgoValues) inlineYAML() ([]byte, error) {
-	if v.ValuesObject == nil {
-		return []byte(v.Values), nil
-	}
-	b, err := yaml.Marshal(v.ValuesObject)
-	if err != nil {
-		return nil, fmt.Errorf("helm.valuesObject: %w", err)
-	}
-	return b, nil
-}
-
 func writeTemp(data []byte) (string, error) {
 	f, err := os.CreateTemp("", "truce-argocd-values-*.yaml")
 	if err != nil {
@@ -207,36 +192,6 @@ func writeTemp(data []byte) (string, error) {
 	return f.Name(), nil
 }
 
-// setFlags turns parameters into --set and --set-string arguments as Argo
-// CD does: one per name, the last value winning, commas escaped.
-func setFlags(params []Parameter) (set, setString []string) {
-	type entry struct {
-		name, value string
-	}
-	var plain, forced []entry
-	put := func(list []entry, name, value string) []entry {
-		if i := slices.IndexFunc(list, func(e entry) bool { return e.name == name }); i >= 0 {
-			list[i].value = value
-			return list
-		}
-		return append(list, entry{name, value})
-	}
-	for _, p := range params {
-		if p.ForceString {
-			forced = put(forced, p.Name, p.Value)
-		} else {
-			plain = put(plain, p.Name, p.Value)
-		}
-	}
-	for _, e := range plain {
-		set = append(set, e.name+"="+cleanSetParameters(e.value))
-	}
-	for _, e := range forced {
-		setString = append(setString, e.name+"="+cleanSetParameters(e.value))
-	}
-	return set, setString
-}
-
 // dedupe keeps one file parameter per name, the last path winning.
 func dedupe(fps []FileParameter) []FileParameter {
 	var out []FileParameter
@@ -248,25 +203,6 @@ func dedupe(fps []FileParameter) []FileParameter {
 		out = append(out, fp)
 	}
 	return out
-}
-
-// cleanSetParameters escapes the commas of a --set value, which Helm would
-// take as separators, unless the value is a {list}: Argo CD's rule.
-func cleanSetParameters(val string) string {
-	if strings.HasPrefix(val, "{") && strings.HasSuffix(val, "}") {
-		return val
-	}
-	var b strings.Builder
-	var prev rune
-	for _, r := range val {
-		if r == ',' && prev != '\\' {
-			b.WriteString(`\,`)
-		} else {
-			b.WriteRune(r)
-		}
-		prev = r
-	}
-	return b.String()
 }
 
 func isURL(s string) bool {

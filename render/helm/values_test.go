@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/truce-dev/truce/render"
+	"github.com/truce-dev/truce/render/argovalues"
 )
 
 // valuesRepo is a repository with a chart directory and values files.
@@ -283,6 +284,32 @@ func TestFluxReleaseName(t *testing.T) {
 		got := FluxReleaseName(tc.name, tc.target, tc.release)
 		if !strings.HasPrefix(got, tc.want) || len(got) > 53 || (len(tc.want) <= 40 && got != tc.want) {
 			t.Errorf("FluxReleaseName(%q, %q, %q) = %q, want %q", tc.name, tc.target, tc.release, got, tc.want)
+		}
+	}
+}
+
+// TestArgoValuesInlineParity: what a source sets itself (argovalues, read
+// by the engines and lint without rendering) is what Merge gives helm
+// template when the source names no value files.
+func TestArgoValuesInlineParity(t *testing.T) {
+	root, dir := valuesRepo(t)
+	for _, s := range []argovalues.Source{
+		{Values: "a: 1\nb: {c: [x, y]}\n"},
+		{Values: "a: 1\n", ValuesObject: map[string]any{"b": "object"}},
+		{ValuesObject: map[string]any{"l": []any{"x", "y"}, "n": map[string]any{"m": 1}}, Parameters: []argovalues.Parameter{
+			{Name: "l[1]", Value: "z"}, {Name: "n.m", Value: "2"}, {Name: "s", Value: "3", ForceString: true},
+			{Name: "csv", Value: "a,b"}, {Name: "list", Value: "{a,b}"}, {Name: "n.m", Value: "4"}, {Name: "t", Value: "true"}}},
+	} {
+		want, err := ArgoValues{Values: s.Values, ValuesObject: s.ValuesObject, Parameters: s.Parameters, RepositoryRoot: root}.Merge(context.Background(), dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Inline()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%+v: inline values differ from Merge (-Merge +Inline):\n%s", s, diff)
 		}
 	}
 }
