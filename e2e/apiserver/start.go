@@ -77,6 +77,11 @@ func (o Options) Flags(dir string) []string {
 		// what real clusters run and what impersonated users face.
 		"--authorization-mode=RBAC",
 		"--disable-admission-plugins=" + strings.Join(disabled, ","),
+		// What kubeadm, kind and managed clusters run, and truce's
+		// default (--allow-privileged): kube-apiserver's own default,
+		// false, refuses every privileged container. Kubernetes keeps it
+		// process-wide, so truce's chains in this process read it too.
+		"--allow-privileged=true",
 		// The harness's own identity (see AdminUser).
 		"--token-auth-file=" + filepath.Join(dir, "tokens.csv"),
 		"--audit-policy-file=" + filepath.Join(dir, "audit-policy.yaml"),

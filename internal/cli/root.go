@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
+
+	"github.com/truce-dev/truce/admission"
 )
 
 // Exit codes, like flux diff: 0 nothing to report, 1 something was found
@@ -60,6 +62,14 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	// kube-apiserver's own default is false, but kubeadm, kind, k3s and
+	// the managed services run with true: false would refuse every
+	// privileged CNI, CSI and monitoring DaemonSet of a real repository.
+	allowPrivileged := root.PersistentFlags().Bool("allow-privileged", true,
+		"the cluster's kube-apiserver --allow-privileged (kube-apiserver's default is false; kubeadm, kind and managed clusters set true): with false, Pods and Pod templates with privileged containers are invalid")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		return admission.SetAllowPrivileged(*allowPrivileged)
+	}
 	root.AddCommand(newAdmitCommand())
 	root.AddCommand(newDiffCommand())
 	root.AddCommand(newCheckCommand())
