@@ -39,6 +39,9 @@ func (s Sources) git() bool {
 // fix touches what kustomize renders (a kustomization, or a file one
 // uses), the inputs are copied to a temporary directory, the fix's files
 // written over the copy, and everything is loaded from there.
+//
+// The objects of the inputs it returns are shared with in and with the
+// other inputs it returns: callers read them and never change them.
 func NewLoader(src Sources, in Input) Loader {
 	// Each candidate fix of a file decodes the whole file again, with
 	// one document changed: the others are remembered.
