@@ -114,7 +114,7 @@ func TestAggregatedClusterRoleFix(t *testing.T) {
 				t.Errorf("notes %q, want %q", pf.Notes, tc.wantNote)
 			}
 			if tc.wantCM != nil {
-				cm := string(pf.Chosen.Files[filepath.Join(root, "argocd-cm.yaml")])
+				cm := string(pf.Chosen.Content(filepath.Join(root, "argocd-cm.yaml")))
 				for _, s := range tc.wantCM {
 					if !strings.Contains(cm, s) {
 						t.Errorf("argocd-cm after the fix lacks %q:\n%s", s, cm)

@@ -46,6 +46,9 @@ type Input struct {
 	Units []*world.Unit
 	// Notes are what reading the world assumed (a synthesized bootstrap).
 	Notes []string
+	// replaced is set by NewLoader's loader when the input is another
+	// one with some of its repository's files replaced.
+	replaced *replacement
 }
 
 // Options configure a check.
@@ -85,6 +88,12 @@ type Repository struct {
 	// repository, -c or the cluster): left out of the simulations and
 	// reported Unpredictable.
 	Unknown []simulate.Desired
+	// src is the input the repository was prepared from, and repoBase
+	// how many of Base, after src.Cluster's, Split took from
+	// src.Repository: a candidate fix's repository is prepared from them
+	// (prepareReplaced).
+	src      Input
+	repoBase int
 }
 
 // defaultNamespace is the namespace a namespaced manifest without one
@@ -231,32 +240,20 @@ func Split(in Input) (*Repository, error) {
 			r.Base = append(r.Base, m)
 			continue
 		}
-		switch o.GetKind() {
-		case "Namespace", "CustomResourceDefinition":
+		if isBaseToo(o.Unstructured) {
 			// They exist before the application's objects are applied;
 			// the tool applies them too.
 			r.Base = append(r.Base, manifest.Object{Source: m.Source, Object: o.DeepCopy()})
 		}
 		r.Desired = append(r.Desired, simulate.Desired{Object: o.Unstructured, Source: m.Source})
 	}
+	r.repoBase = len(r.Base) - len(in.Cluster)
 	toolkitCRDs, err := missingToolkitCRDs(r.Base, r.Desired)
 	if err != nil {
 		return nil, err
 	}
 	r.Base = append(r.Base, toolkitCRDs...)
-	var rules []ignore.Rule
-	for _, tool := range []ignore.Tool{ignore.ArgoCD, ignore.Flux} {
-		rules = append(rules, settings.ComparisonFor(gitops.Unit{Tool: tool}).Rules...)
-	}
-	if set, err := ignore.Compile(rules, ignore.Options{}); err == nil {
-		objs := make([]*unstructured.Unstructured, len(r.Desired))
-		for i, d := range r.Desired {
-			objs[i] = d.Object
-		}
-		for _, f := range set.Ineffective(objs) {
-			r.Findings = append(r.Findings, ruleFinding(f))
-		}
-	}
+	r.Findings = append(r.Findings, ineffectiveRules(settings, r.Desired)...)
 	for _, w := range r.writers {
 		if _, detect, err := simulate.ParseWriters(w.Object, w.Source.String()); err != nil {
 			return nil, err
@@ -265,6 +262,41 @@ func Split(in Input) (*Repository, error) {
 		}
 	}
 	return r, nil
+}
+
+// isBaseToo reports whether a manifest of the repository is also in the
+// cluster before the first sync: Namespaces and CRDs.
+func isBaseToo(obj *unstructured.Unstructured) bool {
+	switch obj.GetKind() {
+	case "Namespace", "CustomResourceDefinition":
+		return true
+	}
+	return false
+}
+
+// ineffectiveRules are the findings about the repository-wide ignore rules
+// of settings that match nothing of desired or ignore nothing there.
+func ineffectiveRules(settings *gitops.Settings, desired []simulate.Desired) []report.Finding {
+	var rules []ignore.Rule
+	for _, tool := range []ignore.Tool{ignore.ArgoCD, ignore.Flux} {
+		rules = append(rules, settings.ComparisonFor(gitops.Unit{Tool: tool}).Rules...)
+	}
+	if len(rules) == 0 {
+		return nil
+	}
+	set, err := ignore.Compile(rules, ignore.Options{})
+	if err != nil {
+		return nil
+	}
+	objs := make([]*unstructured.Unstructured, len(desired))
+	for i, d := range desired {
+		objs[i] = d.Object
+	}
+	var out []report.Finding
+	for _, f := range set.Ineffective(objs) {
+		out = append(out, ruleFinding(f))
+	}
+	return out
 }
 
 // missingToolkitCRDs returns the CRDs of the GitOps tools' own kinds

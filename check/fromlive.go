@@ -26,7 +26,7 @@ func (r *Repository) verifyFromLive(ctx context.Context, load Loader, c *fix.Can
 	if err != nil {
 		return "", false, err
 	}
-	r2, err := Prepare(ctx, in, opts, r.scopes)
+	r2, err := r.prepareCandidate(ctx, in, opts)
 	if err != nil {
 		return "", false, err
 	}

@@ -76,7 +76,7 @@ spec:
 				if c == nil {
 					t.Fatalf("%s: no give-to-controller fix; notes %v", pf.Tool, pf.Notes)
 				}
-				if got, want := string(c.Files[file]), strings.Replace(deployment, "  replicas: 1\n", "", 1); got != want {
+				if got, want := string(c.Content(file)), strings.Replace(deployment, "  replicas: 1\n", "", 1); got != want {
 					t.Errorf("%s: %s after the fix:\n%s\nwant:\n%s", pf.Tool, file, got, want)
 				}
 				switch pf.Tool {

@@ -39,10 +39,16 @@ func (s Sources) git() bool {
 // fix touches what kustomize renders (a kustomization, or a file one
 // uses), the inputs are copied to a temporary directory, the fix's files
 // written over the copy, and everything is loaded from there.
+//
+// The objects of the inputs it returns are shared with in and with the
+// other inputs it returns: callers read them and never change them.
 func NewLoader(src Sources, in Input) Loader {
 	// Each candidate fix of a file decodes the whole file again, with
 	// one document changed: the others are remembered.
-	memo := manifest.NewMemo()
+	// The objects of the sections a fix leaves as they are are shared by
+	// every candidate's input: nothing a check does changes an object it
+	// is given (TestCandidatesLeaveObjects).
+	memo := manifest.NewSharedMemo()
 	return func(ctx context.Context, overlay map[string][]byte) (Input, error) {
 		if src.git() {
 			return Input{}, fmt.Errorf("fixes of a Git source are verified on a working tree: clone it and check the directory")
@@ -64,6 +70,17 @@ func replaceFiles(overlay map[string][]byte, src Sources, in Input, memo *manife
 		return Input{}, false, nil
 	}
 	changed := map[string]bool{}
+	// abs asks for the working directory for a relative path: once per
+	// file, not once per object.
+	absOf := map[string]string{}
+	absFile := func(p string) string {
+		a, ok := absOf[p]
+		if !ok {
+			a = abs(p)
+			absOf[p] = a
+		}
+		return a
+	}
 	for p := range overlay {
 		base := filepath.Base(p)
 		if base == "kustomization.yaml" || base == "kustomization.yml" || base == "Kustomization" {
@@ -76,7 +93,7 @@ func replaceFiles(overlay map[string][]byte, src Sources, in Input, memo *manife
 			if o.Source.Kustomization == "" {
 				continue
 			}
-			if changed[abs(o.Source.File)] {
+			if changed[absFile(o.Source.File)] {
 				return Input{}, false, nil
 			}
 			kdir := filepath.Dir(abs(o.Source.Kustomization)) + string(filepath.Separator)
@@ -90,16 +107,19 @@ func replaceFiles(overlay map[string][]byte, src Sources, in Input, memo *manife
 	keep := func(objs []manifest.Object) []manifest.Object {
 		var out []manifest.Object
 		for _, o := range objs {
-			if !changed[abs(o.Source.File)] {
+			if !changed[absFile(o.Source.File)] {
 				out = append(out, o)
 			}
 		}
 		return out
 	}
 	repo, cl := keep(in.Repository), in.Cluster
+	kept := len(repo)
 	if !src.Live {
 		cl = keep(in.Cluster)
 	}
+	// The cluster's part is in's when no file of it changes.
+	sameCluster := src.Live || len(cl) == len(in.Cluster)
 	under := func(p string, roots []string) bool {
 		for _, r := range roots {
 			ra := abs(r)
@@ -126,11 +146,17 @@ func replaceFiles(overlay map[string][]byte, src Sources, in Input, memo *manife
 			repo = append(repo, objs...)
 		case under(abs(p), src.Cluster) && !src.Live:
 			cl = append(cl, objs...)
+			sameCluster = false
 		default:
 			return Input{}, true, fmt.Errorf("%s is outside the paths checked", p)
 		}
 	}
-	return Input{Repository: repo, Cluster: cl}, true, nil
+	out := Input{Repository: repo, Cluster: cl}
+	if sameCluster {
+		out.Cluster = in.Cluster
+		out.replaced = &replacement{base: in, files: changed, kept: kept}
+	}
+	return out, true, nil
 }
 
 func abs(p string) string {

@@ -138,6 +138,7 @@ func Prepare(ctx context.Context, in Input, opts Options, scopes *Scopes) (*Repo
 	if err != nil {
 		return nil, err
 	}
+	repo.src = in
 	repo.engineConfiguration(opts.Admission.Engines)
 	if err := repo.backgroundWriters(ctx, opts.Admission.Engines); err != nil {
 		return nil, err
@@ -188,27 +189,7 @@ func Prepare(ctx context.Context, in Input, opts Options, scopes *Scopes) (*Repo
 // fixes finds and verifies the fixes of one problem.
 func (r *Repository) fixes(ctx context.Context, s *simulate.Setup, o *simulate.Object, opts Options, load Loader, files *fix.Files) *ProblemFixes {
 	pf := &ProblemFixes{Tool: s.Tool, Unit: s.Unit, Ref: o.Ref, Verdict: o.Verdict}
-	p := fix.Problem{Tool: s.Tool, Object: o, Source: o.Source, ArgoConfig: r.Settings.ArgoConfig, Admission: r.Base}
-	for _, u := range r.units {
-		if u.Unit == o.Source.Unit {
-			p.Values = u.Values
-		}
-	}
-	for _, app := range r.Settings.Applications {
-		if s.Tool == "argocd" && app.Name == s.Unit {
-			p.App = app
-		}
-	}
-	for _, k := range r.Settings.Kustomizations {
-		if s.Tool == "flux" && k.Name == s.Unit {
-			p.Kustomization = k
-		}
-	}
-	for _, hr := range r.Settings.HelmReleases {
-		if s.Tool == "flux" && simulate.HelmReleaseUnit(hr.Name) == s.Unit {
-			p.HelmRelease = hr
-		}
-	}
+	p := r.problemOf(s, o)
 	pf.Problem = p
 	cands, skipped := fix.CandidatesFrom(p, files)
 	pf.Candidates = cands
@@ -237,7 +218,38 @@ func (r *Repository) fixes(ctx context.Context, s *simulate.Setup, o *simulate.O
 			pf.Chosen = c
 		}
 	}
+	// Once verified, the candidates keep only their edits: the report
+	// and the fixes applied need no more.
+	for _, c := range cands {
+		c.Compact()
+	}
 	return pf
+}
+
+// problemOf is what the fixes of object o of setup s are made for.
+func (r *Repository) problemOf(s *simulate.Setup, o *simulate.Object) fix.Problem {
+	p := fix.Problem{Tool: s.Tool, Object: o, Source: o.Source, ArgoConfig: r.Settings.ArgoConfig, Admission: r.Base}
+	for _, u := range r.units {
+		if u.Unit == o.Source.Unit {
+			p.Values = u.Values
+		}
+	}
+	for _, app := range r.Settings.Applications {
+		if s.Tool == "argocd" && app.Name == s.Unit {
+			p.App = app
+		}
+	}
+	for _, k := range r.Settings.Kustomizations {
+		if s.Tool == "flux" && k.Name == s.Unit {
+			p.Kustomization = k
+		}
+	}
+	for _, hr := range r.Settings.HelmReleases {
+		if s.Tool == "flux" && simulate.HelmReleaseUnit(hr.Name) == s.Unit {
+			p.HelmRelease = hr
+		}
+	}
+	return p
 }
 
 // verify simulates again with the fix's files in place, for the object
@@ -249,11 +261,17 @@ func (r *Repository) verify(ctx context.Context, load Loader, c *fix.Candidate, 
 	if err != nil {
 		return "", err
 	}
-	r2, err := Prepare(ctx, in, opts, r.scopes)
+	r2, err := r.prepareCandidate(ctx, in, opts)
 	if err != nil {
 		return "", err
 	}
-	setups, err := r2.Setups()
+	return r2.verdictFor(ctx, s, o, opts)
+}
+
+// verdictFor simulates setup s's unit of r, a candidate fix's repository,
+// again for object o (see verify), and returns o's verdict.
+func (r *Repository) verdictFor(ctx context.Context, s *simulate.Setup, o *simulate.Object, opts Options) (simulate.Verdict, error) {
+	setups, err := r.Setups()
 	if err != nil {
 		return "", err
 	}
@@ -266,7 +284,7 @@ func (r *Repository) verify(ctx context.Context, load Loader, c *fix.Candidate, 
 	if s2 == nil {
 		return "", fmt.Errorf("%s is gone with the fix applied", unitName(s.Tool, s.Unit))
 	}
-	res, err := r2.simulateFor(ctx, setups, s2, o, opts)
+	res, err := r.simulateFor(ctx, setups, s2, o, opts)
 	if err != nil {
 		return "", err
 	}
@@ -386,7 +404,7 @@ func reportFix(c *fix.Candidate, verdict simulate.Verdict) report.Fix {
 	f := report.Fix{Kind: string(c.Kind), Title: c.Title, Description: c.Description, Warning: c.Warning,
 		Verified: verdict == simulate.Synced && !c.Unsafe, Verdict: verdict}
 	for _, p := range c.Paths() {
-		f.Edits = append(f.Edits, report.Edit{Path: p, New: c.Before[p] == nil, Diff: c.Diff(p)})
+		f.Edits = append(f.Edits, report.Edit{Path: p, New: c.Creates(p), Diff: c.Diff(p)})
 	}
 	return f
 }

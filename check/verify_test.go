@@ -116,7 +116,8 @@ func outcomeText(t *testing.T, o *Outcome) string {
 		var cs []cand
 		for i, c := range p.Candidates {
 			files := map[string]string{}
-			for f, b := range c.Files {
+			for _, f := range c.Paths() {
+				b := c.Content(f)
 				files[filepath.Base(f)] = string(b)
 			}
 			cs = append(cs, cand{string(c.Kind), string(p.Verdicts[i]), files})

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -217,10 +218,10 @@ func TestHelmValuesFix(t *testing.T) {
 				t.Fatalf("chosen fix %+v, want %s (notes %v)", pf.Chosen, fix.KindGitValue, pf.Notes)
 			}
 			file := filepath.Join(root, filepath.FromSlash(tc.file))
-			if got := string(pf.Chosen.Files[file]); !strings.Contains(got, tc.want) {
+			if got := string(pf.Chosen.Content(file)); !strings.Contains(got, tc.want) {
 				t.Errorf("the fix writes %v; %s:\n%s\nwant %q", pf.Chosen.Paths(), tc.file, got, tc.want)
 			}
-			if _, ok := pf.Chosen.Files[filepath.Join(root, filepath.FromSlash(tc.untouched))]; ok {
+			if slices.Contains(pf.Chosen.Paths(), filepath.Join(root, filepath.FromSlash(tc.untouched))) {
 				t.Errorf("the fix writes %s: %v", tc.untouched, pf.Chosen.Paths())
 			}
 			ctx := context.Background()
@@ -473,12 +474,12 @@ spec:
 			t.Errorf("ignore rule verified %q, want Synced; notes %v", pf.Verdicts[i], pf.Notes)
 		}
 		for _, p := range c.Paths() {
-			if !strings.Contains(c.Diff(p), "driftDetection") && !strings.Contains(string(c.Files[p]), "ignore:") {
+			if !strings.Contains(c.Diff(p), "driftDetection") && !strings.Contains(string(c.Content(p)), "ignore:") {
 				t.Errorf("ignore rule edits %s:\n%s", p, c.Diff(p))
 			}
 		}
-		if !strings.Contains(string(c.Files[filepath.Join(root, "clusters", "dev", "web.yaml")]), "/spec/replicas") {
-			t.Errorf("the HelmRelease does not ignore /spec/replicas:\n%s", c.Files[filepath.Join(root, "clusters", "dev", "web.yaml")])
+		if !strings.Contains(string(c.Content(filepath.Join(root, "clusters", "dev", "web.yaml"))), "/spec/replicas") {
+			t.Errorf("the HelmRelease does not ignore /spec/replicas:\n%s", c.Content(filepath.Join(root, "clusters", "dev", "web.yaml")))
 		}
 		return
 	}

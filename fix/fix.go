@@ -83,9 +83,13 @@ type Candidate struct {
 	Kind                        Kind
 	Title, Description, Warning string
 	// Files holds the new content of every file the fix writes; Before the
-	// old content (nil for files it creates).
+	// old content (nil for files it creates). After Compact, Files is nil:
+	// Content gives a file's new content.
 	Files  map[string][]byte
 	Before map[string][]byte
+	// edits are the new contents kept by Compact, each as the part that
+	// differs from Before.
+	edits map[string]edit
 	// FromLive asks for the fix to be verified from the state the current
 	// Git leaves in the cluster, not from an empty one: what the tool owns
 	// there (server-side apply's managed fields, kubectl's
@@ -99,14 +103,72 @@ type Candidate struct {
 	Unsafe bool
 }
 
+// edit is a file's new content as its old one with bytes [start,
+// len(old)-end) replaced by middle.
+type edit struct {
+	start, end int
+	middle     []byte
+}
+
 // Paths lists the files the fix writes, sorted.
 func (c *Candidate) Paths() []string {
-	out := make([]string, 0, len(c.Files))
+	out := make([]string, 0, len(c.Files)+len(c.edits))
 	for p := range c.Files {
 		out = append(out, p)
 	}
+	for p := range c.edits {
+		if _, ok := c.Files[p]; !ok {
+			out = append(out, p)
+		}
+	}
 	sort.Strings(out)
 	return out
+}
+
+// Content is the new content of a file the fix writes (nil for others).
+func (c *Candidate) Content(path string) []byte {
+	if data, ok := c.Files[path]; ok {
+		return data
+	}
+	e, ok := c.edits[path]
+	if !ok {
+		return nil
+	}
+	old := c.Before[path]
+	out := make([]byte, 0, e.start+len(e.middle)+e.end)
+	out = append(out, old[:e.start]...)
+	out = append(out, e.middle...)
+	return append(out, old[len(old)-e.end:]...)
+}
+
+// Creates reports whether the fix creates the file path.
+func (c *Candidate) Creates(path string) bool { return c.Before[path] == nil }
+
+// Compact keeps of each file the fix writes only the part that differs
+// from its old content (Before, which the candidates of one file share),
+// and sets Files to nil; Content, Paths and Diff give what they gave
+// before. A check keeps every candidate until its report: a full copy of
+// a file of 10,000 documents per candidate was most of its memory.
+func (c *Candidate) Compact() {
+	if c.Files == nil {
+		return
+	}
+	if c.edits == nil {
+		c.edits = make(map[string]edit, len(c.Files))
+	}
+	for p, data := range c.Files {
+		old := c.Before[p]
+		start := 0
+		for start < len(old) && start < len(data) && old[start] == data[start] {
+			start++
+		}
+		end := 0
+		for end < len(old)-start && end < len(data)-start && old[len(old)-1-end] == data[len(data)-1-end] {
+			end++
+		}
+		c.edits[p] = edit{start: start, end: end, middle: bytes.Clone(data[start : len(data)-end])}
+	}
+	c.Files = nil
 }
 
 // Diff is a unified diff of one file the fix writes.
@@ -117,7 +179,7 @@ func (c *Candidate) Diff(path string) string {
 		from = "/dev/null"
 	}
 	d, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-		A: difflib.SplitLines(before), B: difflib.SplitLines(string(c.Files[path])),
+		A: difflib.SplitLines(before), B: difflib.SplitLines(string(c.Content(path))),
 		FromFile: from, ToFile: path, Context: 3,
 	})
 	return d

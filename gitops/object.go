@@ -58,6 +58,24 @@ type Settings struct {
 	Warnings      []Warning
 }
 
+// IsSettings reports whether Discover reads o as GitOps settings (an
+// Application, a Flux Kustomization or HelmRelease, argocd-cm or
+// argocd-cmd-params-cm) rather than as a manifest.
+func IsSettings(o Object) bool {
+	if o.Unstructured == nil {
+		return false
+	}
+	gvk := o.GroupVersionKind()
+	switch {
+	case gvk.Group == "argoproj.io" && gvk.Kind == "Application",
+		gvk.Group == "kustomize.toolkit.fluxcd.io" && gvk.Kind == "Kustomization",
+		gvk.Group == "helm.toolkit.fluxcd.io" && gvk.Kind == "HelmRelease",
+		gvk.Group == "" && gvk.Kind == "ConfigMap" && (o.GetName() == argoCMName || o.GetName() == argoParamsCMName):
+		return true
+	}
+	return false
+}
+
 // Discover separates the GitOps settings in objs from the ordinary
 // manifests, which it returns in their original order. Applications,
 // Kustomizations, argocd-cm and argocd-cmd-params-cm are settings; every

@@ -26,16 +26,16 @@ var sharedMemo = NewMemo()
 func sameDecoding(t *testing.T, data []byte, opts Options) {
 	t.Helper()
 	wantObjs, wantErr := decodeWith(data, opts, 1)
-	memo := NewMemo()
+	memo, shared := NewMemo(), NewSharedMemo()
 	for _, run := range []struct {
 		workers int
 		memo    *Memo
-	}{{2, nil}, {5, nil}, {1, memo}, {1, memo}, {2, memo}, {5, memo}, {1, sharedMemo}, {2, sharedMemo}} {
+	}{{2, nil}, {5, nil}, {1, memo}, {1, memo}, {2, memo}, {5, memo}, {1, sharedMemo}, {2, sharedMemo}, {1, shared}, {2, shared}, {5, shared}} {
 		workers := run.workers
 		o := opts
 		o.Memo = run.memo
 		objs, err := decodeWith(data, o, workers)
-		if run.memo != nil && len(objs) > 0 {
+		if run.memo != nil && !run.memo.shared && len(objs) > 0 {
 			// What a call returns is the caller's.
 			objs[0].Object.Object["mutated"] = true
 			objs[0].Raw = append(objs[0].Raw[:0], "mutated"...)

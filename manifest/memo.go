@@ -15,8 +15,11 @@ import (
 // not change: a section is remembered by its bytes, file name, first line
 // and the options its decoding reads, and replayed through the same
 // budget accounting as a section decoded ahead (decodeSections), objects
-// copied. A Memo is safe for concurrent use.
+// copied (NewSharedMemo: shared). A Memo is safe for concurrent use.
 type Memo struct {
+	// shared: the objects remembered are handed out as they are, to
+	// callers that never change them (NewSharedMemo).
+	shared  bool
 	mu      sync.Mutex
 	entries map[[sha256.Size]byte]*memoEntry
 	// size is the bytes of the sections remembered.
@@ -31,9 +34,29 @@ const (
 	maxMemoBytes   = DefaultMaxFileBytes
 )
 
-// NewMemo returns an empty Memo.
+// NewMemo returns an empty Memo. Every call given it owns the objects it
+// returns.
 func NewMemo() *Memo {
 	return &Memo{entries: map[[sha256.Size]byte]*memoEntry{}}
+}
+
+// NewSharedMemo returns an empty Memo that hands the objects it remembers
+// to every call that decodes the same section, without copying them: the
+// callers must never change a returned object (its Object or Raw).
+// truce check decodes the file a fix edits once per candidate fix, and
+// copying its thousands of unchanged documents for each was most of the
+// time of loading it.
+func NewSharedMemo() *Memo {
+	return &Memo{shared: true, entries: map[[sha256.Size]byte]*memoEntry{}}
+}
+
+// objects is what m hands out or keeps of objs: a copy, or, for a shared
+// memo, objs.
+func (m *Memo) objects(objs []Object) []Object {
+	if m.shared {
+		return objs
+	}
+	return copyObjects(objs)
 }
 
 // memoEntry is a section decoded ahead: what its decoder recorded, and
@@ -124,7 +147,7 @@ func (m *Memo) remembered(k [sha256.Size]byte, opts Options, reserve func(int) b
 			return r
 		}
 	}
-	r.objs = copyObjects(e.objs)
+	r.objs = m.objects(e.objs)
 	r.errs = append([]error(nil), e.errs...)
 	r.charges = append([]charge(nil), e.charges...)
 	r.aliasLeft = e.aliasLeft
@@ -139,7 +162,7 @@ func (m *Memo) remember(k [sha256.Size]byte, size int, r *decoder, reserves []in
 		return
 	}
 	m.put(k, size, &memoEntry{
-		objs:      copyObjects(r.objs),
+		objs:      m.objects(r.objs),
 		errs:      append([]error(nil), r.errs...),
 		charges:   append([]charge(nil), r.charges...),
 		aliasLeft: r.aliasLeft,

@@ -28,3 +28,30 @@ func TestMemoBounded(t *testing.T) {
 	}
 	sameDecoding(t, data, opts)
 }
+
+// A shared Memo hands every call the objects it decoded first, and a
+// NewMemo a copy of them.
+func TestSharedMemoShares(t *testing.T) {
+	data := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n")
+	for _, tc := range []struct {
+		memo *Memo
+		same bool
+	}{{NewSharedMemo(), true}, {NewMemo(), false}} {
+		first, err := decodeWith(data, Options{Memo: tc.memo}, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := decodeWith(data, Options{Memo: tc.memo}, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(first) != 2 || len(again) != 2 {
+			t.Fatalf("%d and %d objects, want 2", len(first), len(again))
+		}
+		for i := range first {
+			if got := first[i].Object == again[i].Object; got != tc.same {
+				t.Errorf("shared=%v: object %d the same on the second call: %v", tc.memo.shared, i, got)
+			}
+		}
+	}
+}

@@ -5,89 +5,23 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/truce-dev/truce/internal/benchrepo"
 )
 
-// benchRepo writes a repository of n objects (Deployments, ConfigMaps and
-// Services in equal parts) and 20 admission policies: 10 mutating (one
-// mirrors the images of team t0's Deployments, a field Git sets: those
-// loop under Argo CD; the others add a label Git does not set) and 10
-// validating (all pass). No GitOps settings: both tools are simulated.
+// benchRepo writes the benchmark's repository (benchrepo.Write) of n
+// objects to a temporary directory, or to $TRUCE_BENCH_REPO.
 func benchRepo(b testing.TB, n int) string {
 	b.Helper()
 	dir := b.TempDir()
 	if keep := os.Getenv("TRUCE_BENCH_REPO"); keep != "" {
 		dir = keep
 	}
-	var pol strings.Builder
-	pol.WriteString("apiVersion: v1\nkind: Namespace\nmetadata: {name: bench}\n")
-	for i := 0; i < 10; i++ {
-		expr := fmt.Sprintf(`Object{metadata: Object.metadata{labels: {"policy-%d": "applied"}}}`, i)
-		if i == 0 {
-			expr = `Object{spec: Object.spec{template: Object.spec.template{spec: Object.spec.template.spec{containers: object.spec.template.spec.containers.filter(c, !c.image.startsWith("registry.internal/")).map(c, Object.spec.template.spec.containers{name: c.name, image: "registry.internal/" + c.image})}}}}`
-		}
-		fmt.Fprintf(&pol, `---
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingAdmissionPolicy
-metadata: {name: mutate-%[1]d}
-spec:
-  failurePolicy: Fail
-  reinvocationPolicy: Never
-  matchConstraints:
-    objectSelector: {matchLabels: {team: t%[1]d}}
-    resourceRules:
-    - {apiGroups: ["apps"], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["deployments"]}
-  mutations:
-  - patchType: ApplyConfiguration
-    applyConfiguration:
-      expression: '%[2]s'
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingAdmissionPolicyBinding
-metadata: {name: mutate-%[1]d}
-spec: {policyName: mutate-%[1]d}
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicy
-metadata: {name: validate-%[1]d}
-spec:
-  failurePolicy: Fail
-  matchConstraints:
-    resourceRules:
-    - {apiGroups: ["apps"], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["deployments"]}
-  validations:
-  - expression: "object.spec.replicas <= %[3]d"
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicyBinding
-metadata: {name: validate-%[1]d}
-spec: {policyName: validate-%[1]d, validationActions: [Deny]}
-`, i, expr, 50+i)
+	if err := benchrepo.Write(dir, n); err != nil {
+		b.Fatal(err)
 	}
-	write := func(name, data string) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
-	write("policies.yaml", pol.String())
-	var objs strings.Builder
-	for i := 0; i < n; i++ {
-		if i > 0 {
-			objs.WriteString("---\n")
-		}
-		team := i % 10
-		switch i % 3 {
-		case 0:
-			fmt.Fprintf(&objs, "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: app-%d, namespace: bench, labels: {team: t%d}}\nspec:\n  replicas: 2\n  selector: {matchLabels: {app: app-%d}}\n  template:\n    metadata: {labels: {app: app-%d}}\n    spec:\n      containers:\n      - {name: app, image: \"nginx:1.27\"}\n", i, team, i, i)
-		case 1:
-			fmt.Fprintf(&objs, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: config-%d, namespace: bench}\ndata: {key: value-%d}\n", i, i)
-		case 2:
-			fmt.Fprintf(&objs, "apiVersion: v1\nkind: Service\nmetadata: {name: svc-%d, namespace: bench}\nspec:\n  selector: {app: app-%d}\n  ports:\n  - {port: 80, targetPort: 8080}\n", i, i)
-		}
-	}
-	write("objects.yaml", objs.String())
 	return dir
 }
 
