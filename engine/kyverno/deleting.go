@@ -14,11 +14,9 @@ import (
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/truce-dev/truce/cluster"
+	"github.com/truce-dev/truce/engine/kyverno/helper/protocol"
 	"github.com/truce-dev/truce/simulate"
 )
-
-// opDeleting is the helper's operation for DeletingPolicies.
-const opDeleting = "deleting"
 
 // CleanupManager is who makes a DeletingPolicy's deletes: Kyverno's
 // cleanup controller, which runs its deleting controller.
@@ -39,7 +37,7 @@ var deletingPolicyKinds = map[k8sschema.GroupKind]bool{
 // controller over the live objects.
 type deleteWriter struct {
 	b        *background
-	rule     generateRule
+	rule     protocol.BackgroundRule
 	schedule *cronexpr.Expression
 }
 
@@ -55,7 +53,7 @@ func (w *deleteWriter) Describe() string {
 }
 
 // deletingName names a DeletingPolicy in reports.
-func deletingName(r generateRule) string {
+func deletingName(r protocol.BackgroundRule) string {
 	if strings.Contains(r.Policy, "/") {
 		return "NamespacedDeletingPolicy " + r.Policy
 	}
@@ -86,7 +84,7 @@ func (w *deleteWriter) Act(ctx context.Context, c cluster.Cluster) error {
 	if err != nil {
 		return err
 	}
-	resp, err := w.b.call(ctx, opDeleting, &generateRequest{Objects: objects, Policy: w.rule.Policy})
+	resp, err := w.b.call(ctx, protocol.OpDeleting, &protocol.BackgroundRequest{Objects: objects, Policy: w.rule.Policy})
 	if err != nil {
 		return fmt.Errorf("%s: %w", w.Describe(), err)
 	}
