@@ -156,9 +156,9 @@ func (e *Engine) Background(ctx context.Context, objs []*unstructured.Unstructur
 	if len(b.deletingPolicies) > 0 {
 		resp, err := b.call(ctx, protocol.OpDeleting, &protocol.BackgroundRequest{})
 		if err != nil {
-			return nil, fmt.Errorf("reading the Kyverno DeletingPolicies: %w", err)
+			return nil, fmt.Errorf("reading the Kyverno DeletingPolicies and cleanup policies: %w", err)
 		}
-		logErrors("Kyverno's DeletingPolicies", resp.Errors)
+		logErrors("Kyverno's DeletingPolicies and cleanup policies", resp.Errors)
 		b.deleting = resp.Rules
 	}
 	return b, nil
