@@ -71,6 +71,7 @@ require (
 	github.com/prometheus/client_golang v1.24.1
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
+	github.com/truce-dev/truce/engine/kyverno/helper/protocol v0.0.0-00010101000000-000000000000
 	github.com/valyala/fasttemplate v1.2.2
 	go.etcd.io/etcd/server/v3 v3.7.0
 	go.yaml.in/yaml/v3 v3.0.5
@@ -321,6 +322,11 @@ require (
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.36.0 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 )
+
+// The protocol with the Kyverno helper (engine/kyverno/helper, a module of
+// its own on Kyverno's Kubernetes): a nested module both sides require, so
+// truce and the helper build from one definition of it.
+replace github.com/truce-dev/truce/engine/kyverno/helper/protocol => ./engine/kyverno/helper/protocol
 
 // Gatekeeper v3.23.1 and OPA v1.17.1 ask for newer cel-go and cast than Kubernetes 1.37.2 and Helm pin;
 // keep the versions those were released with (see docs/gatekeeper.md).

@@ -10,9 +10,10 @@ import (
 	"strings"
 	"sync"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/truce-dev/truce/engine/kyverno/helper/protocol"
 )
 
 // Kyverno's controller flags for turning policies into the API server's
@@ -98,27 +99,8 @@ func flagValue(args []string, name string) (bool, bool, error) {
 	return false, false, nil
 }
 
-// admissionPolicyRequest mirrors the helper's AdmissionPoliciesRequest.
-type admissionPolicyRequest struct {
-	Objects                           []json.RawMessage         `json:"objects"`
-	Resources                         []*metav1.APIResourceList `json:"resources"`
-	GenerateValidatingAdmissionPolicy bool                      `json:"generateValidatingAdmissionPolicy"`
-	GenerateMutatingAdmissionPolicy   bool                      `json:"generateMutatingAdmissionPolicy"`
-}
-
 // AdmissionPolicyStatus is what Kyverno's generator wrote on a policy.
-type AdmissionPolicyStatus struct {
-	Kind      string `json:"kind"`
-	Name      string `json:"name"`
-	Generated bool   `json:"generated"`
-	Message   string `json:"message,omitempty"`
-}
-
-type admissionPolicyResponse struct {
-	Objects  []json.RawMessage       `json:"objects,omitempty"`
-	Statuses []AdmissionPolicyStatus `json:"statuses,omitempty"`
-	Warnings []string                `json:"warnings,omitempty"`
-}
+type AdmissionPolicyStatus = protocol.AdmissionPolicyStatus
 
 // generatedPolicies is what Kyverno's admission policy generator did for a
 // cluster: the objects it created and the policies it turned into them.
@@ -145,13 +127,13 @@ func generatorInput(o *unstructured.Unstructured) bool {
 
 // admissionPolicies asks the helper what Kyverno's admission policy
 // generator writes for objs.
-func (e *Engine) admissionPolicies(ctx context.Context, objs []*unstructured.Unstructured, load *loadRequest) (*generatedPolicies, error) {
+func (e *Engine) admissionPolicies(ctx context.Context, objs []*unstructured.Unstructured, load *protocol.LoadRequest) (*generatedPolicies, error) {
 	out := &generatedPolicies{generated: map[string]bool{}}
 	flags, err := installFlags(objs, e.flags)
 	if err != nil {
 		return nil, err
 	}
-	req := &admissionPolicyRequest{
+	req := &protocol.AdmissionPoliciesRequest{
 		Resources:                         load.Resources,
 		GenerateValidatingAdmissionPolicy: flags.GenerateValidatingAdmissionPolicy,
 		GenerateMutatingAdmissionPolicy:   flags.GenerateMutatingAdmissionPolicy,
@@ -174,8 +156,8 @@ func (e *Engine) admissionPolicies(ctx context.Context, objs []*unstructured.Uns
 	if err != nil {
 		return nil, err
 	}
-	ap, err := e.generated.get(body, func() (json.RawMessage, error) {
-		resp, err := e.h.call(ctx, &request{Op: "admissionPolicies", AdmissionPolicies: body})
+	ap, err := e.generated.get(body, func() (*protocol.AdmissionPoliciesResponse, error) {
+		resp, err := e.h.call(ctx, &protocol.Request{Op: protocol.OpAdmissionPolicies, AdmissionPolicies: req})
 		if err != nil {
 			return nil, err
 		}
@@ -228,10 +210,10 @@ func (g *generatedPolicies) withGeneratedStatus(o *unstructured.Unstructured) *u
 // the request alone.
 type generatorCache struct {
 	mu      sync.Mutex
-	answers map[[sha256.Size]byte]*admissionPolicyResponse
+	answers map[[sha256.Size]byte]*protocol.AdmissionPoliciesResponse
 }
 
-func (c *generatorCache) get(body []byte, call func() (json.RawMessage, error)) (*admissionPolicyResponse, error) {
+func (c *generatorCache) get(body []byte, call func() (*protocol.AdmissionPoliciesResponse, error)) (*protocol.AdmissionPoliciesResponse, error) {
 	key := sha256.Sum256(body)
 	c.mu.Lock()
 	ap, ok := c.answers[key]
@@ -239,20 +221,17 @@ func (c *generatorCache) get(body []byte, call func() (json.RawMessage, error)) 
 	if ok {
 		return ap, nil
 	}
-	raw, err := call()
+	ap, err := call()
 	if err != nil {
 		return nil, err
 	}
-	ap = &admissionPolicyResponse{}
-	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, ap); err != nil {
-			return nil, fmt.Errorf("decoding the Kyverno helper's admission policies: %w", err)
-		}
+	if ap == nil {
+		ap = &protocol.AdmissionPoliciesResponse{}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.answers == nil {
-		c.answers = map[[sha256.Size]byte]*admissionPolicyResponse{}
+		c.answers = map[[sha256.Size]byte]*protocol.AdmissionPoliciesResponse{}
 	}
 	c.answers[key] = ap
 	return ap, nil

@@ -14,32 +14,35 @@ import (
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/truce-dev/truce/cluster"
+	"github.com/truce-dev/truce/engine/kyverno/helper/protocol"
 	"github.com/truce-dev/truce/simulate"
 )
 
-// opDeleting is the helper's operation for DeletingPolicies.
-const opDeleting = "deleting"
-
-// CleanupManager is who makes a DeletingPolicy's deletes: Kyverno's
-// cleanup controller, which runs its deleting controller.
+// CleanupManager is who makes a DeletingPolicy's or cleanup policy's
+// deletes: Kyverno's cleanup controller, which runs its deleting
+// controller and its cleanup controller.
 const CleanupManager = "kyverno-cleanup-controller"
 
-// deletingPolicyKinds are the CEL kinds Kyverno's cleanup controller runs
-// on their schedules: they never answer admission.
+// deletingPolicyKinds are the kinds Kyverno's cleanup controller runs on
+// their schedules: the CEL DeletingPolicies and the kyverno.io cleanup
+// policies they replace. They never answer admission.
 var deletingPolicyKinds = map[k8sschema.GroupKind]bool{
 	{Group: GroupCEL, Kind: "DeletingPolicy"}:           true,
 	{Group: GroupCEL, Kind: "NamespacedDeletingPolicy"}: true,
+	{Group: GroupLegacy, Kind: "ClusterCleanupPolicy"}:  true,
+	{Group: GroupLegacy, Kind: "CleanupPolicy"}:         true,
 }
 
 // deleteWriter is a DeletingPolicy as Kyverno's deleting controller runs
-// it. truce decides when: at each time of the policy's cron schedule,
+// it, or a ClusterCleanupPolicy or CleanupPolicy as its cleanup controller
+// runs it. truce decides when: at each time of the policy's cron schedule,
 // read with the parser Kyverno reads it with (supercronic's cronexpr,
 // through the policy's GetExecutionTime), from simulate.Epoch. Which
 // objects it deletes then is Kyverno's answer: the helper runs the
 // controller over the live objects.
 type deleteWriter struct {
 	b        *background
-	rule     generateRule
+	rule     protocol.BackgroundRule
 	schedule *cronexpr.Expression
 }
 
@@ -54,9 +57,12 @@ func (w *deleteWriter) Describe() string {
 		deletingName(w.rule), trimKinds(w.rule.Kinds), w.rule.Schedule)
 }
 
-// deletingName names a DeletingPolicy in reports.
-func deletingName(r generateRule) string {
-	if strings.Contains(r.Policy, "/") {
+// deletingName names a DeletingPolicy or cleanup policy in reports.
+func deletingName(r protocol.BackgroundRule) string {
+	switch {
+	case r.PolicyKind != "":
+		return r.PolicyKind + " " + r.Policy
+	case strings.Contains(r.Policy, "/"):
 		return "NamespacedDeletingPolicy " + r.Policy
 	}
 	return "DeletingPolicy " + r.Policy
@@ -86,7 +92,7 @@ func (w *deleteWriter) Act(ctx context.Context, c cluster.Cluster) error {
 	if err != nil {
 		return err
 	}
-	resp, err := w.b.call(ctx, opDeleting, &generateRequest{Objects: objects, Policy: w.rule.Policy})
+	resp, err := w.b.call(ctx, protocol.OpDeleting, &protocol.BackgroundRequest{Objects: objects, Policy: w.rule.Policy, PolicyKind: w.rule.PolicyKind})
 	if err != nil {
 		return fmt.Errorf("%s: %w", w.Describe(), err)
 	}

@@ -225,7 +225,19 @@ func TestDeletingUnpredictable(t *testing.T) {
   - name: old
     expression: time.now() - timestamp(object.metadata.creationTimestamp) > duration("24h")
 `,
-			want: `Kyverno DeletingPolicy cleanup: condition "old" uses time.now(), which Kyverno reads from the wall clock, not the simulation's`,
+			want: `Kyverno DeletingPolicy cleanup: condition "old" uses time.now(), which Kyverno reads from the wall clock, not the simulation's: which objects it deletes depends on when it runs`,
+		},
+		{
+			name: "time.now with spaces, in a variable",
+			spec: configMapRules + `
+  variables:
+  - name: age
+    expression: time . now () - timestamp(object.metadata.creationTimestamp)
+  conditions:
+  - name: old
+    expression: variables.age > duration("24h")
+`,
+			want: `Kyverno DeletingPolicy cleanup: variable "age" uses time.now(), which Kyverno reads from the wall clock, not the simulation's: which objects it deletes depends on when it runs`,
 		},
 		{
 			name: "http",

@@ -19,13 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/truce-dev/truce/cluster"
+	"github.com/truce-dev/truce/engine/kyverno/helper/protocol"
 	"github.com/truce-dev/truce/simulate"
-)
-
-// The helper's background operations.
-const (
-	opGenerate       = "generate"
-	opMutateExisting = "mutateExisting"
 )
 
 // BackgroundManager is the field manager of Kyverno's background
@@ -35,25 +30,6 @@ const BackgroundManager = "kyverno-background-controller"
 // generateDelay is how long Kyverno's background controller takes to act
 // on an UpdateRequest: it reacts to watch events at once.
 const generateDelay = time.Second
-
-// generateRule mirrors the helper's protocol.GenerateRule.
-type generateRule struct {
-	Policy         string   `json:"policy"`
-	Rule           string   `json:"rule"`
-	Kinds          []string `json:"kinds"`
-	Synchronize    bool     `json:"synchronize,omitempty"`
-	APIVersion     string   `json:"apiVersion,omitempty"`
-	Kind           string   `json:"kind,omitempty"`
-	Namespace      string   `json:"namespace,omitempty"`
-	Name           string   `json:"name,omitempty"`
-	Clone          string   `json:"clone,omitempty"`
-	CloneList      []string `json:"cloneList,omitempty"`
-	CloneNamespace string   `json:"cloneNamespace,omitempty"`
-	Targets        []string `json:"targets,omitempty"`
-	Schedule       string   `json:"schedule,omitempty"`
-	CEL            bool     `json:"cel,omitempty"`
-	Unpredictable  string   `json:"unpredictable,omitempty"`
-}
 
 // generatingPolicyKinds are the CEL kinds Kyverno's background controller
 // runs: they generate, they never answer admission.
@@ -67,30 +43,6 @@ var generatingPolicyKinds = map[k8sschema.GroupKind]bool{
 // controller runs.
 func Uses(gk k8sschema.GroupKind) bool {
 	return IsPolicy(gk) || generatingPolicyKinds[gk] || deletingPolicyKinds[gk]
-}
-
-// generateRequest and generateResponse mirror the helper's protocol.
-type generateRequest struct {
-	Policies        []json.RawMessage         `json:"policies"`
-	Resources       []*metav1.APIResourceList `json:"resources"`
-	Trigger         json.RawMessage           `json:"trigger,omitempty"`
-	Operation       string                    `json:"operation,omitempty"`
-	NamespaceLabels map[string]string         `json:"namespaceLabels,omitempty"`
-	Objects         []json.RawMessage         `json:"objects,omitempty"`
-	OpenAPI         map[string][]byte         `json:"openAPI,omitempty"`
-	Policy          string                    `json:"policy,omitempty"`
-	Rule            string                    `json:"rule,omitempty"`
-}
-
-type generateWrite struct {
-	Op     string          `json:"op"`
-	Object json.RawMessage `json:"object"`
-}
-
-type generateResponse struct {
-	Rules  []generateRule  `json:"rules,omitempty"`
-	Writes []generateWrite `json:"writes,omitempty"`
-	Errors []string        `json:"errors,omitempty"`
 }
 
 var _ simulate.BackgroundEngine = (*Engine)(nil)
@@ -155,7 +107,7 @@ func (e *Engine) Background(ctx context.Context, objs []*unstructured.Unstructur
 		// A MutatingPolicy Kyverno turned into a MutatingAdmissionPolicy
 		// never reaches its webhook, so no admission creates the
 		// UpdateRequest that mutates existing objects.
-		gen, err := e.admissionPolicies(ctx, objs, &loadRequest{Resources: discovery(reg)})
+		gen, err := e.admissionPolicies(ctx, objs, &protocol.LoadRequest{Resources: discovery(reg)})
 		if err != nil {
 			return nil, err
 		}
@@ -183,7 +135,7 @@ func (e *Engine) Background(ctx context.Context, objs []*unstructured.Unstructur
 	}
 	sort.Slice(b.kinds, func(i, j int) bool { return b.kinds[i].String() < b.kinds[j].String() })
 	if len(b.policies) > 0 {
-		resp, err := b.call(ctx, opGenerate, &generateRequest{})
+		resp, err := b.call(ctx, protocol.OpGenerate, &protocol.BackgroundRequest{})
 		if err != nil {
 			return nil, fmt.Errorf("reading the Kyverno policies' generate rules: %w", err)
 		}
@@ -195,18 +147,18 @@ func (e *Engine) Background(ctx context.Context, objs []*unstructured.Unstructur
 				return nil, fmt.Errorf("the cluster's OpenAPI documents for Kyverno's MutatingPolicies: %w", err)
 			}
 		}
-		resp, err := b.call(ctx, opMutateExisting, &generateRequest{})
+		resp, err := b.call(ctx, protocol.OpMutateExisting, &protocol.BackgroundRequest{})
 		if err != nil {
 			return nil, fmt.Errorf("reading the Kyverno policies that mutate existing objects: %w", err)
 		}
 		b.mutate = resp.Rules
 	}
 	if len(b.deletingPolicies) > 0 {
-		resp, err := b.call(ctx, opDeleting, &generateRequest{})
+		resp, err := b.call(ctx, protocol.OpDeleting, &protocol.BackgroundRequest{})
 		if err != nil {
-			return nil, fmt.Errorf("reading the Kyverno DeletingPolicies: %w", err)
+			return nil, fmt.Errorf("reading the Kyverno DeletingPolicies and cleanup policies: %w", err)
 		}
-		logErrors("Kyverno's DeletingPolicies", resp.Errors)
+		logErrors("Kyverno's DeletingPolicies and cleanup policies", resp.Errors)
 		b.deleting = resp.Rules
 	}
 	return b, nil
@@ -233,16 +185,16 @@ type background struct {
 	h         *helper
 	policies  []json.RawMessage
 	resources []*metav1.APIResourceList
-	rules     []generateRule
+	rules     []protocol.BackgroundRule
 	// mutating are the MutatingPolicies that mutate existing objects,
 	// mutate their descriptions, openAPI the cluster's documents they need.
 	mutating []json.RawMessage
-	mutate   []generateRule
+	mutate   []protocol.BackgroundRule
 	openAPI  map[string][]byte
 	// deletingPolicies are the DeletingPolicies and the CEL
 	// PolicyExceptions, deleting their descriptions.
 	deletingPolicies []json.RawMessage
-	deleting         []generateRule
+	deleting         []protocol.BackgroundRule
 	// kinds are those of the objects the cluster and repository hold: a
 	// GeneratingPolicy's CEL may read any of them.
 	kinds []k8sschema.GroupVersionKind
@@ -250,31 +202,24 @@ type background struct {
 
 // call asks the helper's background operation op ("generate" or
 // "mutateExisting") about req.
-func (b *background) call(ctx context.Context, op string, req *generateRequest) (*generateResponse, error) {
+func (b *background) call(ctx context.Context, op string, req *protocol.BackgroundRequest) (*protocol.BackgroundResponse, error) {
 	req.Resources = b.resources
 	switch op {
-	case opGenerate:
+	case protocol.OpGenerate:
 		req.Policies = b.policies
-	case opMutateExisting:
+	case protocol.OpMutateExisting:
 		req.Policies, req.OpenAPI = b.mutating, b.openAPI
-	case opDeleting:
+	case protocol.OpDeleting:
 		req.Policies = b.deletingPolicies
 	}
-	body, err := json.Marshal(req)
+	r, err := b.h.call(ctx, &protocol.Request{Op: op, Generate: req})
 	if err != nil {
 		return nil, err
 	}
-	r, err := b.h.call(ctx, &request{Op: op, Generate: body})
-	if err != nil {
-		return nil, err
+	if r.Generate == nil {
+		return &protocol.BackgroundResponse{}, nil
 	}
-	var out generateResponse
-	if len(r.Generate) > 0 {
-		if err := json.Unmarshal(r.Generate, &out); err != nil {
-			return nil, fmt.Errorf("decoding the Kyverno helper's generate answer: %w", err)
-		}
-	}
-	return &out, nil
+	return r.Generate, nil
 }
 
 // Writers implements simulate.Background: a writer per predictable rule.
@@ -317,7 +262,7 @@ func (b *background) Unpredictable() []string {
 }
 
 // ruleName names a generate rule or GeneratingPolicy in reports.
-func ruleName(r generateRule) string {
+func ruleName(r protocol.BackgroundRule) string {
 	if r.CEL {
 		return "Kyverno GeneratingPolicy " + r.Policy
 	}
@@ -338,7 +283,7 @@ type trigger struct {
 // trigger). What it writes is Kyverno's answer.
 type generateWriter struct {
 	b    *background
-	rule generateRule
+	rule protocol.BackgroundRule
 	// seen are the triggers processed, by UID.
 	seen      map[types.UID]trigger
 	generated map[cluster.Ref]bool
@@ -518,13 +463,13 @@ func (w *generateWriter) Act(ctx context.Context, c cluster.Cluster) error {
 		if err != nil {
 			return err
 		}
-		req := &generateRequest{Trigger: raw, Operation: op, Objects: objects, Policy: w.rule.Policy, Rule: w.rule.Rule}
+		req := &protocol.BackgroundRequest{Trigger: raw, Operation: op, Objects: objects, Policy: w.rule.Policy, Rule: w.rule.Rule}
 		if ns := t.GetNamespace(); ns != "" {
 			if live, err := c.Get(ctx, cluster.Ref{GroupVersionKind: k8sschema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, Name: ns}); err == nil {
 				req.NamespaceLabels = live.GetLabels()
 			}
 		}
-		resp, err := w.b.call(ctx, opGenerate, req)
+		resp, err := w.b.call(ctx, protocol.OpGenerate, req)
 		if err != nil {
 			return fmt.Errorf("%s for %s: %w", w.Describe(), cluster.RefOf(t), err)
 		}
@@ -606,7 +551,7 @@ func rawObjects(objs []*unstructured.Unstructured) ([]json.RawMessage, error) {
 // applyWrite makes one of Kyverno's writes, as its background controller
 // does: a create, or an update of the live object. It returns the object
 // written (for an update refused by the API server, as Kyverno sent it).
-func applyWrite(ctx context.Context, c cluster.Cluster, wr generateWrite, who string) (*unstructured.Unstructured, error) {
+func applyWrite(ctx context.Context, c cluster.Cluster, wr protocol.Write, who string) (*unstructured.Unstructured, error) {
 	obj := &unstructured.Unstructured{}
 	if err := obj.UnmarshalJSON(wr.Object); err != nil {
 		return nil, fmt.Errorf("decoding a write of %s: %w", who, err)

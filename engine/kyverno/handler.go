@@ -11,6 +11,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/truce-dev/truce/admission"
+	"github.com/truce-dev/truce/engine/kyverno/helper/protocol"
 )
 
 // maxReview bounds an AdmissionReview body, as kube-apiserver bounds
@@ -46,7 +47,7 @@ func (rh *reviewHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (rh *reviewHandler) review(ctx context.Context, path string, body []byte) (json.RawMessage, error) {
-	resp, err := rh.h.call(ctx, &request{Op: "review", Review: &reviewRequest{Set: rh.set, Path: path, Review: body}})
+	resp, err := rh.h.call(ctx, &protocol.Request{Op: protocol.OpReview, Review: &protocol.ReviewRequest{Set: rh.set, Path: path, Review: body}})
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 	"path/filepath"
 	"sync"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"github.com/truce-dev/truce/engine/kyverno/helper/protocol"
 )
 
 // HelperName is the helper's executable: Kyverno's engine, built from the
@@ -28,9 +28,6 @@ const HelperEnv = "TRUCE_KYVERNO"
 // LogEnv, set to anything, makes the helper log Kyverno's messages (and
 // the stacks of Kyverno's panics) to truce's standard error.
 const LogEnv = "TRUCE_KYVERNO_LOG"
-
-// protocolVersion must match the helper's ProtocolVersion.
-const protocolVersion = 6
 
 // FindHelper returns the helper's path: $TRUCE_KYVERNO, else next to the
 // running executable, else on PATH.
@@ -55,50 +52,6 @@ func FindHelper() (string, error) {
 		"(see docs/kyverno.md)", HelperName, HelperEnv, HelperName)
 }
 
-// request and response mirror the helper's protocol.go.
-type request struct {
-	V      int            `json:"v"`
-	ID     uint64         `json:"id"`
-	Op     string         `json:"op"`
-	Load   *loadRequest   `json:"load,omitempty"`
-	Review *reviewRequest `json:"review,omitempty"`
-	Set    string         `json:"set,omitempty"`
-	// Generate is a generateRequest, encoded by its caller.
-	Generate json.RawMessage `json:"generate,omitempty"`
-	// AdmissionPolicies is an admissionPolicyRequest.
-	AdmissionPolicies json.RawMessage `json:"admissionPolicies,omitempty"`
-}
-
-type loadRequest struct {
-	Objects   []json.RawMessage         `json:"objects"`
-	Resources []*metav1.APIResourceList `json:"resources"`
-	CABundle  []byte                    `json:"caBundle"`
-	OpenAPI   map[string][]byte         `json:"openAPI,omitempty"`
-}
-
-type reviewRequest struct {
-	Set    string          `json:"set"`
-	Path   string          `json:"path"`
-	Review json.RawMessage `json:"review"`
-}
-
-type response struct {
-	V        int               `json:"v"`
-	ID       uint64            `json:"id"`
-	Error    string            `json:"error,omitempty"`
-	Kyverno  string            `json:"kyverno,omitempty"`
-	Set      string            `json:"set,omitempty"`
-	Webhooks []json.RawMessage `json:"webhooks,omitempty"`
-	Warnings []string          `json:"warnings,omitempty"`
-	Review   json.RawMessage   `json:"review,omitempty"`
-	// Unpredictable names what Kyverno's engines reached for in a review
-	// that truce refuses offline (version 6).
-	Unpredictable []string        `json:"unpredictable,omitempty"`
-	Generate      json.RawMessage `json:"generate,omitempty"`
-	// AdmissionPolicies is an admissionPolicyResponse.
-	AdmissionPolicies json.RawMessage `json:"admissionPolicies,omitempty"`
-}
-
 // helper is a running truce-kyverno process. Requests are multiplexed on
 // its stdin by id; a reader goroutine hands responses to their callers.
 type helper struct {
@@ -110,14 +63,14 @@ type helper struct {
 
 	mu      sync.Mutex
 	nextID  uint64
-	pending map[uint64]chan *response
+	pending map[uint64]chan *protocol.Response
 	dead    error // set once the process is gone
 	stderr  bytes.Buffer
 	exited  chan struct{}
 }
 
 func startHelper(path string) (*helper, error) {
-	h := &helper{path: path, pending: map[uint64]chan *response{}, exited: make(chan struct{})}
+	h := &helper{path: path, pending: map[uint64]chan *protocol.Response{}, exited: make(chan struct{})}
 	// The helper lives as long as the engine, not as one call's context:
 	// Close kills it.
 	h.cmd = exec.Command(path) //nolint:gosec // the path is the helper's, found by FindHelper
@@ -160,7 +113,7 @@ func (h *helper) read(stdout io.Reader) {
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 0, 1<<20), 256<<20)
 	for sc.Scan() {
-		var r response
+		var r protocol.Response
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			h.fail(fmt.Errorf("the Kyverno helper %s wrote something that is not a response: %w", h.path, err))
 			break
@@ -207,8 +160,8 @@ func lastLines(b []byte, n int) string {
 }
 
 // call sends req and waits for its response, ctx or the helper's end.
-func (h *helper) call(ctx context.Context, req *request) (*response, error) {
-	ch := make(chan *response, 1)
+func (h *helper) call(ctx context.Context, req *protocol.Request) (*protocol.Response, error) {
+	ch := make(chan *protocol.Response, 1)
 	h.mu.Lock()
 	if h.dead != nil {
 		err := h.dead
@@ -216,7 +169,7 @@ func (h *helper) call(ctx context.Context, req *request) (*response, error) {
 		return nil, err
 	}
 	h.nextID++
-	req.ID, req.V = h.nextID, protocolVersion
+	req.ID, req.V = h.nextID, protocol.ProtocolVersion
 	h.pending[req.ID] = ch
 	h.mu.Unlock()
 	line, err := json.Marshal(req)

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/truce-dev/truce/admission"
+	"github.com/truce-dev/truce/engine/kyverno/helper/protocol"
 	"github.com/truce-dev/truce/internal/certs"
 )
 
@@ -189,7 +190,7 @@ func (e *Engine) Install(ctx context.Context, objs []*unstructured.Unstructured)
 	if err != nil {
 		return nil, err
 	}
-	load := &loadRequest{Resources: discovery(reg), CABundle: e.ca.PEM}
+	load := &protocol.LoadRequest{Resources: discovery(reg), CABundle: e.ca.PEM}
 	// Kyverno's admission policy generator runs first: the policies it
 	// turns into ValidatingAdmissionPolicies and MutatingAdmissionPolicies
 	// are the API server's to evaluate, and Kyverno's webhook leaves them
@@ -215,7 +216,7 @@ func (e *Engine) Install(ctx context.Context, objs []*unstructured.Unstructured)
 		}
 		load.Objects = append(load.Objects, raw)
 	}
-	resp, err := e.h.call(ctx, &request{Op: "load", Load: load})
+	resp, err := e.h.call(ctx, &protocol.Request{Op: protocol.OpLoad, Load: load})
 	if err != nil {
 		return nil, err
 	}

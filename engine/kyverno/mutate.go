@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/truce-dev/truce/cluster"
+	"github.com/truce-dev/truce/engine/kyverno/helper/protocol"
 	"github.com/truce-dev/truce/simulate"
 )
 
@@ -37,7 +38,7 @@ func mutatesExisting(o *unstructured.Unstructured) bool {
 // writes do not trigger it again (its background requests are skipped).
 type mutateWriter struct {
 	b    *background
-	rule generateRule
+	rule protocol.BackgroundRule
 	// seen are the resourceVersions of triggers already processed (or
 	// written by Kyverno), by UID.
 	seen map[types.UID]string
@@ -56,7 +57,7 @@ func (w *mutateWriter) Describe() string {
 
 // mutateName names a MutatingPolicy that mutates existing objects, or a
 // ClusterPolicy/Policy rule with mutate.targets, in reports.
-func mutateName(r generateRule) string {
+func mutateName(r protocol.BackgroundRule) string {
 	if r.CEL {
 		return "Kyverno MutatingPolicy " + r.Policy
 	}
@@ -110,7 +111,7 @@ func (w *mutateWriter) Act(ctx context.Context, c cluster.Cluster) error {
 		if err != nil {
 			return err
 		}
-		resp, err := w.b.call(ctx, opMutateExisting, &generateRequest{Trigger: raw, Operation: op, Objects: objects, Policy: w.rule.Policy, Rule: w.rule.Rule})
+		resp, err := w.b.call(ctx, protocol.OpMutateExisting, &protocol.BackgroundRequest{Trigger: raw, Operation: op, Objects: objects, Policy: w.rule.Policy, Rule: w.rule.Rule})
 		if err != nil {
 			return fmt.Errorf("%s for %s: %w", w.Describe(), cluster.RefOf(t), err)
 		}

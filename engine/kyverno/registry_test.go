@@ -87,11 +87,63 @@ spec:
           - {key: "{{ verdict }}", operator: Equals, value: false}
 `
 
+// apiPathCall reads an API server path, and configMapLookup a ConfigMap,
+// which truce does not send the helper: Kyverno answers with not found or
+// the entry's default, whatever the cluster holds.
+const apiPathCall = `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: count-services}
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: count
+    match:
+      any:
+      - resources: {kinds: [Service]}
+    context:
+    - name: services
+      apiCall:
+        urlPath: "/api/v1/namespaces/{{ request.namespace }}/services"
+        jmesPath: "items | length(@)"
+        default: 0
+    validate:
+      message: "too many services"
+      deny:
+        conditions:
+          any:
+          - {key: "{{ services }}", operator: GreaterThan, value: 10}
+`
+
+const configMapLookup = `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: allowed-roles}
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: check
+    match:
+      any:
+      - resources: {kinds: [Role]}
+    context:
+    - name: settings
+      configMap: {name: role-settings, namespace: kyverno}
+    validate:
+      message: "roles are closed"
+      deny:
+        conditions:
+          any:
+          - {key: "{{ settings.data.open || 'true' }}", operator: Equals, value: "false"}
+`
+
 // What a legacy rule reaches for offline fails the rule as Kyverno words
-// it, and is named in Result.Unpredictable; a write no such rule matches
+// it, and is named in Result.Unpredictable, and so is what it reads from
+// the cluster that truce does not send (an API path, a ConfigMap), even
+// when Kyverno answers without an error; a write no such rule matches
 // has none.
 func TestOfflineUnpredictable(t *testing.T) {
-	chain := newChain(t, namespaces, globalDeployments, serviceCall)
+	chain := newChain(t, namespaces, globalDeployments, serviceCall, apiPathCall, configMapLookup)
 	tests := []struct {
 		name, object, unpredictable string
 	}{
@@ -99,6 +151,10 @@ func TestOfflineUnpredictable(t *testing.T) {
 			unpredictable: `Kyverno ClusterPolicy gctx-check rule check-gctx: `},
 		{name: "service call", object: "{apiVersion: v1, kind: ServiceAccount, metadata: {name: sa, namespace: apps}}",
 			unpredictable: `Kyverno ClusterPolicy ask-checker rule ask: `},
+		{name: "API path", object: "{apiVersion: v1, kind: Service, metadata: {name: web, namespace: apps}, spec: {ports: [{port: 80}]}}",
+			unpredictable: `Kyverno ClusterPolicy count-services rule count: context entry "services" reads /api/v1/namespaces/{{ request.namespace }}/services from the API server, which truce does not send Kyverno offline: Kyverno answered without it`},
+		{name: "ConfigMap", object: "{apiVersion: rbac.authorization.k8s.io/v1, kind: Role, metadata: {name: r, namespace: apps}}",
+			unpredictable: `Kyverno ClusterPolicy allowed-roles rule check: context entry "settings" reads the ConfigMap kyverno/role-settings, which truce does not send Kyverno offline: Kyverno answered without it`},
 		{name: "neither", object: configMap("c", "app: a")},
 	}
 	for _, tt := range tests {

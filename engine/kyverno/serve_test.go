@@ -14,10 +14,10 @@ import (
 // helper module's own tests need not link Kyverno a second time.)
 func TestHelperServe(t *testing.T) {
 	in := strings.Join([]string{
-		`{"v":6,"id":1,"op":"hello"}`,
-		`{"v":6,"id":2,"op":"review","review":{"set":"missing","path":"/mutate","review":{}}}`,
+		`{"v":7,"id":1,"op":"hello"}`,
+		`{"v":7,"id":2,"op":"review","review":{"set":"missing","path":"/mutate","review":{}}}`,
 		`{"v":9,"id":3,"op":"hello"}`,
-		`{"v":6,"id":4,"op":"deleting","generate":{"policies":[],"policy":"gone"}}`,
+		`{"v":7,"id":4,"op":"deleting","generate":{"policies":[],"policy":"gone"}}`,
 		`not json`,
 	}, "\n") + "\n"
 	cmd := exec.CommandContext(testContext(t), helperPath)

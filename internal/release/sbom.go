@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"runtime/debug"
 	"time"
 )
 
@@ -124,10 +125,7 @@ func SBOM(binary, out string, info SBOMInfo) error {
 	}
 	add("stdlib", bi.GoVersion)
 	for _, d := range bi.Deps {
-		if d.Replace != nil {
-			d = d.Replace
-		}
-		add(d.Path, d.Version)
+		add(depVersion(d, mainVersion))
 	}
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
@@ -137,6 +135,20 @@ func SBOM(binary, out string, info SBOMInfo) error {
 		return fmt.Errorf("writing the SBOM %s: %w", out, err)
 	}
 	return nil
+}
+
+// depVersion is the module and version a dependency was built from: its
+// replacement's, or, for a module of this repository replaced by its
+// directory (the Kyverno helper's protocol), its own path at the release's
+// version, since it is built from the same source as truce.
+func depVersion(d *debug.Module, mainVersion string) (string, string) {
+	switch {
+	case d.Replace == nil:
+		return d.Path, d.Version
+	case d.Replace.Version == "":
+		return d.Path, mainVersion
+	}
+	return d.Replace.Path, d.Replace.Version
 }
 
 // purl is the package URL of a Go module (or of the standard library).

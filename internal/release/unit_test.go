@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -56,6 +57,43 @@ func TestImageRefusesWrongBinaries(t *testing.T) {
 			_, err := Image(ImageOptions{Binaries: tt.bins, WorkDir: t.TempDir()})
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("err = %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// A dependency is recorded at the version it was built from: a module
+// replaced by another at the replacement's, one of truce's own nested
+// modules (replaced by its directory) at the release's version, never as
+// a directory without a version.
+func TestDepVersion(t *testing.T) {
+	for _, tt := range []struct {
+		name              string
+		dep               debug.Module
+		wantPath, wantVer string
+	}{
+		{name: "plain", dep: debug.Module{Path: "k8s.io/api", Version: "v0.37.2"}, wantPath: "k8s.io/api", wantVer: "v0.37.2"},
+		{
+			name:     "replaced by a version",
+			dep:      debug.Module{Path: "k8s.io/api", Version: "v0.0.0", Replace: &debug.Module{Path: "k8s.io/api", Version: "v0.37.2"}},
+			wantPath: "k8s.io/api", wantVer: "v0.37.2",
+		},
+		{
+			name:     "replaced by a fork",
+			dep:      debug.Module{Path: "k8s.io/pod-security-admission", Version: "v0.36.2", Replace: &debug.Module{Path: "github.com/kyverno/pod-security-admission", Version: "v0.0.0-1"}},
+			wantPath: "github.com/kyverno/pod-security-admission", wantVer: "v0.0.0-1",
+		},
+		{
+			name: "nested module of this repository",
+			dep: debug.Module{Path: "github.com/truce-dev/truce/engine/kyverno/helper/protocol", Version: "v0.0.0-00010101000000-000000000000",
+				Replace: &debug.Module{Path: "./engine/kyverno/helper/protocol"}},
+			wantPath: "github.com/truce-dev/truce/engine/kyverno/helper/protocol", wantVer: "v1.2.3",
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path, version := depVersion(&tt.dep, "v1.2.3")
+			if path != tt.wantPath || version != tt.wantVer {
+				t.Fatalf("depVersion = %s %s, want %s %s", path, version, tt.wantPath, tt.wantVer)
 			}
 		})
 	}

@@ -14,6 +14,7 @@ require (
 	github.com/kyverno/api v0.0.1-alpha.3.0.20260723090831-fb2785727f98
 	github.com/kyverno/kyverno v1.19.1
 	github.com/kyverno/sdk v0.0.0-20260825082632-68d74afcb07a
+	github.com/truce-dev/truce/engine/kyverno/helper/protocol v0.0.0-00010101000000-000000000000
 	k8s.io/api v0.36.3
 	k8s.io/apimachinery v0.36.3
 	k8s.io/client-go v0.36.3
@@ -409,6 +410,10 @@ require (
 	sigs.k8s.io/release-utils v0.12.4 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
+
+// The protocol with truce: a module of its own, which truce's go.mod
+// requires the same way, so both sides build from one definition.
+replace github.com/truce-dev/truce/engine/kyverno/helper/protocol => ./protocol
 
 // Kyverno v1.19.1's own go.mod carries this replace.
 replace k8s.io/pod-security-admission => github.com/kyverno/pod-security-admission v0.0.0-20251031094455-46f20778634f

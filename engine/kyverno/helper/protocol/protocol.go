@@ -16,7 +16,7 @@ import (
 // helper. A request of another version is refused, so a truce and a helper
 // built from different commits fail with a clear error instead of
 // misreading each other.
-const ProtocolVersion = 6
+const ProtocolVersion = 7
 
 // The operations of the protocol.
 const (
@@ -44,9 +44,11 @@ const (
 	// for the UpdateRequest an admission of the trigger creates.
 	OpMutateExisting = "mutateExisting"
 	// OpDeleting runs Kyverno's deleting controller for DeletingPolicies
-	// (version 5): without a Policy it answers the policies (kinds,
-	// schedules); with one, the objects the controller deletes when that
-	// policy's schedule comes. truce decides when.
+	// (version 5) and its cleanup controller for the kyverno.io
+	// ClusterCleanupPolicies and CleanupPolicies (version 7): without a
+	// Policy it answers the policies (kinds, schedules); with one, the
+	// objects the controller deletes when that policy's schedule comes.
+	// truce decides when.
 	OpDeleting = "deleting"
 )
 
@@ -102,8 +104,8 @@ type BackgroundRequest struct {
 	// Policies (those without generate rules are ignored) and
 	// GeneratingPolicies; for OpMutateExisting MutatingPolicies and
 	// ClusterPolicies/Policies with mutate.targets; for OpDeleting
-	// DeletingPolicies and the CEL PolicyExceptions (cluster-wide and
-	// namespaced kinds throughout).
+	// DeletingPolicies, the CEL PolicyExceptions and ClusterCleanupPolicies
+	// and CleanupPolicies (cluster-wide and namespaced kinds throughout).
 	Policies []json.RawMessage `json:"policies"`
 	// Resources is the cluster's discovery: the generate controller maps
 	// kinds to resources through it.
@@ -128,6 +130,12 @@ type BackgroundRequest struct {
 	// schedule came). Policy is "name" or "namespace/name".
 	Policy string `json:"policy,omitempty"`
 	Rule   string `json:"rule,omitempty"`
+	// PolicyKind is, for OpDeleting, the kind of Policy (version 7):
+	// DeletingPolicy, NamespacedDeletingPolicy, ClusterCleanupPolicy or
+	// CleanupPolicy, since a DeletingPolicy and a ClusterCleanupPolicy
+	// may share a name. Empty means a DeletingPolicy or
+	// NamespacedDeletingPolicy.
+	PolicyKind string `json:"policyKind,omitempty"`
 }
 
 // BackgroundRule is a generate rule as Kyverno's autogen computes the
@@ -137,6 +145,10 @@ type BackgroundRule struct {
 	// Policy is "name" for a ClusterPolicy, "namespace/name" for a Policy.
 	Policy string `json:"policy"`
 	Rule   string `json:"rule"`
+	// PolicyKind is the kind of an OpDeleting policy (version 7):
+	// DeletingPolicy, NamespacedDeletingPolicy, ClusterCleanupPolicy or
+	// CleanupPolicy.
+	PolicyKind string `json:"policyKind,omitempty"`
 	// Kinds are the kinds the rule matches (its triggers), as written in
 	// the policy: "Namespace", "apps/v1/Deployment", "Pod/status".
 	Kinds       []string `json:"kinds"`
@@ -156,16 +168,17 @@ type BackgroundRule struct {
 	// ("group/version/Kind"; its targetMatchConstraints, else its
 	// matchConstraints).
 	Targets []string `json:"targets,omitempty"`
-	// Schedule is a DeletingPolicy's cron schedule.
+	// Schedule is a DeletingPolicy's or cleanup policy's cron schedule.
 	Schedule string `json:"schedule,omitempty"`
 	// CEL: the rule is a CEL policy (Rule is empty), whose CEL
 	// generator may read any object: truce sends it every live object of
 	// the kinds the cluster and repository hold.
 	CEL bool `json:"cel,omitempty"`
 	// Unpredictable names what the rule reads that truce cannot give
-	// Kyverno offline (apiCall, imageRegistry, globalReference context
-	// entries, foreach generation); empty when it reads only the trigger
-	// and the cluster objects sent.
+	// Kyverno offline (apiCall, imageRegistry, globalReference and
+	// configMap context entries, foreach generation, the wall clock of a
+	// deleting or cleanup policy's conditions); empty when it reads only
+	// the trigger and the cluster objects sent.
 	Unpredictable string `json:"unpredictable,omitempty"`
 }
 

@@ -30,6 +30,8 @@ var crds = []string{
 	"kyverno/kyverno.io_clusterpolicies.yaml",
 	"kyverno/kyverno.io_policies.yaml",
 	"kyverno/kyverno.io_policyexceptions.yaml",
+	"kyverno/kyverno.io_clustercleanuppolicies.yaml",
+	"kyverno/kyverno.io_cleanuppolicies.yaml",
 	"policies.kyverno.io/policies.kyverno.io_validatingpolicies.yaml",
 	"policies.kyverno.io/policies.kyverno.io_namespacedvalidatingpolicies.yaml",
 	"policies.kyverno.io/policies.kyverno.io_mutatingpolicies.yaml",

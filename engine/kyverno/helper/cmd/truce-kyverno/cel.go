@@ -105,7 +105,7 @@ func storedVersion(gvk k8sschema.GroupVersionKind) k8sschema.GroupVersionKind {
 		gvk.Version = "v1beta1"
 	case gvk.Group == "kyverno.io" && (gvk.Kind == "ClusterPolicy" || gvk.Kind == "Policy"):
 		gvk.Version = "v1"
-	case gvk.Group == "kyverno.io" && gvk.Kind == "PolicyException":
+	case gvk.Group == "kyverno.io" && (gvk.Kind == "PolicyException" || gvk.Kind == "ClusterCleanupPolicy" || gvk.Kind == "CleanupPolicy"):
 		gvk.Version = "v2"
 	}
 	return gvk

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/go-logr/logr"
 	policiesv1beta1 "github.com/kyverno/api/api/policies.kyverno.io/v1beta1"
+	kyvernov2 "github.com/kyverno/kyverno/api/kyverno/v2"
 	celengine "github.com/kyverno/kyverno/pkg/cel/engine"
 	"github.com/kyverno/kyverno/pkg/cel/libs"
 	"github.com/kyverno/kyverno/pkg/cel/matching"
@@ -49,7 +51,7 @@ func dpolKey(p policiesv1beta1.DeletingPolicyLike) string {
 // unpredictable.
 func deletingRule(p policiesv1beta1.DeletingPolicyLike, resources []*metav1.APIResourceList) protocol.BackgroundRule {
 	spec := p.GetDeletingPolicySpec()
-	r := protocol.BackgroundRule{Policy: dpolKey(p), CEL: true, Schedule: spec.Schedule}
+	r := protocol.BackgroundRule{Policy: dpolKey(p), PolicyKind: p.GetKind(), CEL: true, Schedule: spec.Schedule}
 	if spec.MatchConstraints != nil {
 		r.Kinds = constraintKinds(*spec.MatchConstraints, resources)
 	}
@@ -68,13 +70,17 @@ func deletingRule(p policiesv1beta1.DeletingPolicyLike, resources []*metav1.APIR
 				why = append(why, fmt.Sprintf("%s %q uses %s, which reaches outside the cluster", e.what, e.name, strings.TrimRight(lib, ".(")))
 			}
 		}
-		if strings.Contains(e.expression, "time.now(") {
-			why = append(why, fmt.Sprintf("%s %q uses time.now(), which Kyverno reads from the wall clock, not the simulation's", e.what, e.name))
+		if wallClockCEL.MatchString(e.expression) {
+			why = append(why, fmt.Sprintf("%s %q uses time.now(), which Kyverno reads from the wall clock, not the simulation's: which objects it deletes depends on when it runs", e.what, e.name))
 		}
 	}
 	r.Unpredictable = strings.Join(why, "; ")
 	return r
 }
+
+// wallClockCEL is a call of the time library's time.now() (Kyverno's CEL
+// has no other clock), with the spaces CEL allows.
+var wallClockCEL = regexp.MustCompile(`\btime\s*\.\s*now\s*\(`)
 
 // runDeleting answers OpDeleting: the DeletingPolicies, and, for one of
 // them (req.Policy), what Kyverno's deleting controller
@@ -92,8 +98,14 @@ func runDeleting(ctx context.Context, req *protocol.BackgroundRequest) (*protoco
 	}
 	resp := &protocol.BackgroundResponse{}
 	var policy policiesv1beta1.DeletingPolicyLike
+	var cleanupPolicy kyvernov2.CleanupPolicyInterface
 	var exceptions []runtime.Object
 	compiler := dpolcompiler.NewCompiler()
+	clustered := clusterResources(req.Resources)
+	// A request from a truce of version 6 names no kind: a DeletingPolicy.
+	wantKind := func(kind string) bool {
+		return req.PolicyKind == kind || (req.PolicyKind == "" && (kind == "DeletingPolicy" || kind == "NamespacedDeletingPolicy"))
+	}
 	for _, o := range d.kyverno {
 		switch p := o.(type) {
 		case *policiesv1beta1.PolicyException:
@@ -106,23 +118,43 @@ func runDeleting(ctx context.Context, req *protocol.BackgroundRequest) (*protoco
 				continue
 			}
 			resp.Rules = append(resp.Rules, deletingRule(p, req.Resources))
-			if req.Policy == dpolKey(p) {
+			if req.Policy == dpolKey(p) && wantKind(p.GetKind()) {
 				policy = p
+			}
+		case kyvernov2.CleanupPolicyInterface:
+			// Kyverno's validating webhook refuses such a policy (its
+			// structural checks; the permission checks need the
+			// cluster's RBAC for Kyverno's service account).
+			if errs := p.Validate(clustered); len(errs) > 0 {
+				resp.Errors = append(resp.Errors, fmt.Sprintf("%s %s: %v", p.GetKind(), cleanupKey(p), errs.ToAggregate()))
+				continue
+			}
+			resp.Rules = append(resp.Rules, cleanupRule(p))
+			if req.Policy == cleanupKey(p) && wantKind(p.GetKind()) {
+				cleanupPolicy = p
 			}
 		}
 	}
 	if req.Policy == "" {
 		return resp, nil
 	}
-	if policy == nil {
-		return nil, fmt.Errorf("no DeletingPolicy %s among the policies sent", req.Policy)
+	if policy == nil && cleanupPolicy == nil {
+		kind := req.PolicyKind
+		if kind == "" {
+			kind = "DeletingPolicy"
+		}
+		return nil, fmt.Errorf("no %s %s among the policies sent", kind, req.Policy)
 	}
 	fc, err := newFakeCluster(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	if err := runDeletingController(ctx, fc, policy, exceptions); err != nil {
-		resp.Errors = append(resp.Errors, fmt.Sprintf("%s %s: %v", policy.GetKind(), dpolKey(policy), err))
+	if policy != nil {
+		if err := runDeletingController(ctx, fc, policy, exceptions); err != nil {
+			resp.Errors = append(resp.Errors, fmt.Sprintf("%s %s: %v", policy.GetKind(), dpolKey(policy), err))
+		}
+	} else if err := runCleanupController(ctx, fc, cleanupPolicy); err != nil {
+		resp.Errors = append(resp.Errors, fmt.Sprintf("%s %s: %v", cleanupPolicy.GetKind(), cleanupKey(cleanupPolicy), err))
 	}
 	if err := fc.readDeleted(ctx, resp); err != nil {
 		return nil, err

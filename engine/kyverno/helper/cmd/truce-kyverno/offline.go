@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/kyverno/kyverno/pkg/autogen"
 	celengine "github.com/kyverno/kyverno/pkg/cel/engine"
 	mpolengine "github.com/kyverno/kyverno/pkg/cel/policies/mpol/engine"
 	vpolengine "github.com/kyverno/kyverno/pkg/cel/policies/vpol/engine"
@@ -123,15 +124,58 @@ func (e recordingEngine) VerifyAndPatchImages(ctx context.Context, pc engineapi.
 var _ engineapi.Engine = recordingEngine{}
 
 func recordRules(ctx context.Context, r engineapi.EngineResponse) {
+	var unsent map[string][]string
 	for _, rule := range r.PolicyResponse.Rules {
-		if rule.Status() != engineapi.RuleStatusError && rule.Status() != engineapi.RuleStatusFail {
-			continue
+		if rule.Status() == engineapi.RuleStatusError || rule.Status() == engineapi.RuleStatusFail {
+			if isOffline(rule.Message()) {
+				record(ctx, fmt.Sprintf("Kyverno %s rule %s: %s", policyName(r.Policy()), rule.Name(), rule.Message()))
+			}
 		}
-		if !isOffline(rule.Message()) {
-			continue
+		// A rule the engine answered for loaded its context. What an
+		// API path or a ConfigMap holds in the cluster is not in the
+		// helper's fake clients (truce sends Namespaces and RBAC bindings):
+		// Kyverno read not found, or its entry's default, whatever the
+		// rule's answer.
+		if unsent == nil {
+			unsent = unsentContext(r.Policy())
 		}
-		record(ctx, fmt.Sprintf("Kyverno %s rule %s: %s", policyName(r.Policy()), rule.Name(), rule.Message()))
+		for _, why := range unsent[rule.Name()] {
+			record(ctx, fmt.Sprintf("Kyverno %s rule %s: %s", policyName(r.Policy()), rule.Name(), why))
+		}
 	}
+}
+
+// unsentContext names, by rule (autogen rules included), the context
+// entries of a ClusterPolicy or Policy that read what truce does not send
+// the helper: apiCall entries to API server paths, configMap entries — in
+// a rule's context or its validate or mutate foreach's.
+func unsentContext(p engineapi.GenericPolicy) map[string][]string {
+	out := map[string][]string{}
+	if p == nil || p.AsKyvernoPolicy() == nil {
+		return out
+	}
+	for _, rule := range autogen.Default.ComputeRules(p.AsKyvernoPolicy(), "") {
+		entries := rule.Context
+		if rule.Validation != nil {
+			for _, f := range rule.Validation.ForEachValidation {
+				entries = append(entries, f.Context...)
+			}
+		}
+		if rule.Mutation != nil {
+			for _, f := range rule.Mutation.ForEachMutation {
+				entries = append(entries, f.Context...)
+			}
+		}
+		for _, e := range entries {
+			switch {
+			case e.APICall != nil && e.APICall.Service == nil && e.APICall.URLPath != "":
+				out[rule.Name] = append(out[rule.Name], fmt.Sprintf("context entry %q reads %s from the API server, which truce does not send Kyverno offline: Kyverno answered without it", e.Name, e.APICall.URLPath))
+			case e.ConfigMap != nil:
+				out[rule.Name] = append(out[rule.Name], fmt.Sprintf("context entry %q reads the ConfigMap %s/%s, which truce does not send Kyverno offline: Kyverno answered without it", e.Name, e.ConfigMap.Namespace, e.ConfigMap.Name))
+			}
+		}
+	}
+	return out
 }
 
 // policyName is "KIND NAME" or "KIND NAMESPACE/NAME".
