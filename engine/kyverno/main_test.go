@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/engine/kyverno"
 )
 
@@ -27,6 +28,12 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	flag.Parse()
+	// As truce runs (--allow-privileged defaults to true): the CLI
+	// corpus's privileged Pods reach Kyverno, as in kubeadm and kind.
+	if err := admission.SetAllowPrivileged(true); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
 	if p := os.Getenv(kyverno.HelperEnv); p != "" {
 		helperPath = p
 		return m.Run()
