@@ -150,24 +150,7 @@ func runCleanupController(ctx context.Context, fc *fakeCluster, policy kyvernov2
 	kubeInformers.Start(ctx.Done())
 	kyvernoInformers.WaitForCacheSync(ctx.Done())
 	kubeInformers.WaitForCacheSync(ctx.Done())
-
-	runCtx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { controller.Run(runCtx, 1) })
-	defer wg.Wait()
-	defer stop()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return fmt.Errorf("kyverno's cleanup controller did not process the policy within %s", deletingRunLimit)
-		}
-		return ctx.Err()
-	}
-	if attempts.failed() {
-		return errors.New("kyverno's cleanup controller failed on it and retries it (TRUCE_KYVERNO_LOG=1 shows why)")
-	}
-	return nil
+	return runOnce(ctx, "cleanup", controller.Run, done, attempts.failed)
 }
 
 // cleanupAttempts counts the cleanup controller's reconciliations (each

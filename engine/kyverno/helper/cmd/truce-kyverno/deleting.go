@@ -231,24 +231,7 @@ func runDeletingController(ctx context.Context, fc *fakeCluster, policy policies
 	kubeInformers.Start(ctx.Done())
 	kyvernoInformers.WaitForCacheSync(ctx.Done())
 	kubeInformers.WaitForCacheSync(ctx.Done())
-
-	runCtx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { controller.Run(runCtx, 1) })
-	defer wg.Wait()
-	defer stop()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return fmt.Errorf("kyverno's deleting controller did not process the policy within %s", deletingRunLimit)
-		}
-		return ctx.Err()
-	}
-	if provider.failed() {
-		return errors.New("kyverno's deleting controller failed on it and retries it (TRUCE_KYVERNO_LOG=1 shows why)")
-	}
-	return nil
+	return runOnce(ctx, "deleting", controller.Run, done, provider.failed)
 }
 
 // attempts counts the controller's reconciliations of the policy (each
@@ -314,4 +297,27 @@ func sortedPairs[V any](m map[[2]string]V) [][2]string {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i][0]+"/"+out[i][1] < out[j][0]+"/"+out[j][1] })
 	return out
+}
+
+// runOnce runs a Kyverno background controller with one worker until it
+// has processed the policy (done), or ctx ends, and says whether its
+// first attempt failed (a retry).
+func runOnce(ctx context.Context, name string, run func(context.Context, int), done <-chan struct{}, failed func() bool) error {
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { run(runCtx, 1) })
+	defer wg.Wait()
+	defer stop()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("kyverno's %s controller did not process the policy within %s", name, deletingRunLimit)
+		}
+		return ctx.Err()
+	}
+	if failed() {
+		return fmt.Errorf("kyverno's %s controller failed on it and retries it (TRUCE_KYVERNO_LOG=1 shows why)", name)
+	}
+	return nil
 }
