@@ -44,6 +44,36 @@ type Cluster interface {
 	RESTMapper() meta.RESTMapper
 }
 
+// VersionReader is implemented by clusters that can tell an object's
+// resourceVersion without a copy of it: the simulated GitOps tools ask it
+// for every object of Git every round, to reuse their last comparison.
+type VersionReader interface {
+	// ResourceVersion is Get(ctx, ref)'s resourceVersion, with Get's errors.
+	ResourceVersion(ctx context.Context, ref Ref) (string, error)
+}
+
+// ResourceVersion returns the live resourceVersion of ref: through the
+// VersionReader of c, or of the cluster c wraps for its writes (an
+// Unwrap() Cluster method, as the simulation's write log has), else from
+// a Get.
+func ResourceVersion(ctx context.Context, c Cluster, ref Ref) (string, error) {
+	for inner := c; ; {
+		if v, ok := inner.(VersionReader); ok {
+			return v.ResourceVersion(ctx, ref)
+		}
+		w, ok := inner.(interface{ Unwrap() Cluster })
+		if !ok {
+			break
+		}
+		inner = w.Unwrap()
+	}
+	o, err := c.Get(ctx, ref)
+	if err != nil {
+		return "", err
+	}
+	return o.GetResourceVersion(), nil
+}
+
 // CallCounter is implemented by clusters that count the API requests they
 // make (or, for the in-process cluster, answer).
 type CallCounter interface {

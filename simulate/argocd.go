@@ -100,10 +100,10 @@ type cached struct {
 // exist) and the comparison cached for it, if it was made against that
 // version.
 func lookupCache(ctx context.Context, c cluster.Cluster, cache map[cluster.Ref]cached, ref cluster.Ref) (string, *drift.Object, error) {
-	rv := ""
-	if live, err := c.Get(ctx, ref); err == nil {
-		rv = live.GetResourceVersion()
-	} else if !apierrors.IsNotFound(err) {
+	rv, err := cluster.ResourceVersion(ctx, c, ref)
+	if apierrors.IsNotFound(err) {
+		rv = ""
+	} else if err != nil {
 		return "", nil, fmt.Errorf("reading %s: %w", ref, err)
 	}
 	if hit, ok := cache[ref]; ok && hit.rv == rv && rv != "" {

@@ -129,6 +129,24 @@ func (c *Cluster) Get(ctx context.Context, ref cluster.Ref) (*unstructured.Unstr
 	return admission.ConvertTo(o, ref.GroupVersionKind)
 }
 
+// ResourceVersion implements cluster.VersionReader: Get's answer without
+// converting and copying the stored object (a version is the same in every
+// apiVersion of the object).
+func (c *Cluster) ResourceVersion(ctx context.Context, ref cluster.Ref) (string, error) {
+	c.calls.Add(1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	gr, err := c.groupResource(ref.GroupVersionKind)
+	if err != nil {
+		return "", err
+	}
+	o, ok := c.state.Get(ref.GroupKind(), ref.Namespace, ref.Name)
+	if !ok {
+		return "", apierrors.NewNotFound(gr, ref.Name)
+	}
+	return o.GetResourceVersion(), nil
+}
+
 // List returns copies of the objects of a kind in one namespace, or in all
 // when namespace is empty.
 func (c *Cluster) List(ctx context.Context, gvk k8sschema.GroupVersionKind, namespace string) ([]*unstructured.Unstructured, error) {
