@@ -64,6 +64,9 @@ var spdxIDUnsafe = regexp.MustCompile(`[^a-zA-Z0-9.-]+`)
 
 // SBOMInfo is what the binary's build information does not say.
 type SBOMInfo struct {
+	// Name is the binary's (truce, truce-kyverno): it names the document
+	// and its root package; empty is truce.
+	Name string
 	// Version is the release's (the binary records "(devel)").
 	Version string
 	// License is truce's SPDX expression, Source its repository URL.
@@ -93,13 +96,17 @@ func SBOM(binary, out string, info SBOMInfo) error {
 	if mainVersion == "" {
 		mainVersion = main.Version
 	}
-	rootID := "SPDXRef-Package-truce"
+	name := info.Name
+	if name == "" {
+		name = "truce"
+	}
+	rootID := "SPDXRef-Package-" + spdxIDUnsafe.ReplaceAllString(name, "-")
 	doc := spdxDocument{
 		SPDXVersion:       "SPDX-2.3",
 		DataLicense:       "CC0-1.0",
 		SPDXID:            "SPDXRef-DOCUMENT",
-		Name:              fmt.Sprintf("truce-%s", mainVersion),
-		DocumentNamespace: fmt.Sprintf("%s/spdx/%s-%s", source, mainVersion, sum[:16]),
+		Name:              fmt.Sprintf("%s-%s", name, mainVersion),
+		DocumentNamespace: fmt.Sprintf("%s/spdx/%s-%s-%s", source, name, mainVersion, sum[:16]),
 		CreationInfo: spdxCreationInfo{
 			Created:  created.UTC().Format(time.RFC3339),
 			Creators: []string{"Organization: truce", "Tool: truce-release"},
