@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime/debug"
+	"strings"
 	"time"
 )
 
@@ -146,16 +148,23 @@ func SBOM(binary, out string, info SBOMInfo) error {
 
 // depVersion is the module and version a dependency was built from: its
 // replacement's, or, for a module of this repository replaced by its
-// directory (the Kyverno helper's protocol), its own path at the release's
-// version, since it is built from the same source as truce.
+// directory (the Kyverno helper's protocol; the build records the
+// directory at "(devel)"), its own path at the release's version, since it
+// is built from the same source as truce.
 func depVersion(d *debug.Module, mainVersion string) (string, string) {
 	switch {
 	case d.Replace == nil:
 		return d.Path, d.Version
-	case d.Replace.Version == "":
+	case isDir(d.Replace.Path):
 		return d.Path, mainVersion
 	}
 	return d.Replace.Path, d.Replace.Version
+}
+
+// isDir tells a replacement by a directory from one by a module, as go.mod
+// does: a directory's path is absolute or starts with ./ or ../.
+func isDir(replacement string) bool {
+	return filepath.IsAbs(replacement) || strings.HasPrefix(replacement, "./") || strings.HasPrefix(replacement, "../")
 }
 
 // purl is the package URL of a Go module (or of the standard library).

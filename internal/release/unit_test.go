@@ -97,8 +97,19 @@ func TestDepVersion(t *testing.T) {
 		{
 			name: "nested module of this repository",
 			dep: debug.Module{Path: "github.com/truce-dev/truce/engine/kyverno/helper/protocol", Version: "v0.0.0-00010101000000-000000000000",
-				Replace: &debug.Module{Path: "./engine/kyverno/helper/protocol"}},
+				Replace: &debug.Module{Path: "./engine/kyverno/helper/protocol", Version: "(devel)"}},
 			wantPath: "github.com/truce-dev/truce/engine/kyverno/helper/protocol", wantVer: "v1.2.3",
+		},
+		{
+			name: "nested module, from the helper's module",
+			dep: debug.Module{Path: "github.com/truce-dev/truce/engine/kyverno/helper/protocol", Version: "v0.0.0-00010101000000-000000000000",
+				Replace: &debug.Module{Path: "./protocol", Version: "(devel)"}},
+			wantPath: "github.com/truce-dev/truce/engine/kyverno/helper/protocol", wantVer: "v1.2.3",
+		},
+		{
+			name:     "replaced by a directory outside",
+			dep:      debug.Module{Path: "example.com/m", Version: "v1.0.0", Replace: &debug.Module{Path: "../m"}},
+			wantPath: "example.com/m", wantVer: "v1.2.3",
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
