@@ -22,16 +22,20 @@ build: helper
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/truce ./cmd/truce
 
 # The Kyverno helper, linked once: the tests take it from $$TRUCE_KYVERNO
-# instead of building their own.
+# instead of building their own. Built as the release builds it (static,
+# -trimpath, for this machine): Kyverno's ~17 CPU-minutes compile once, and
+# test-release's snapshot (and kyverno-cli) only link again; -ldflags
+# affect only the link.
+HELPER_BUILD := CGO_ENABLED=0 $(GO) build -trimpath
 helper:
-	cd engine/kyverno/helper && $(GO) build -o $(CURDIR)/bin/truce-kyverno ./cmd/truce-kyverno
+	cd engine/kyverno/helper && $(HELPER_BUILD) -o $(CURDIR)/bin/truce-kyverno ./cmd/truce-kyverno
 
 # Kyverno's own CLI, from the helper's module (a `tool` of its go.mod, so
 # the same Kyverno and dependencies as the helper): the judge of
 # engine/kyverno's TestCLICorpus, which asks it live through
 # $$TRUCE_KYVERNO_CLI and otherwise compares with its recorded answers.
 kyverno-cli:
-	cd engine/kyverno/helper && $(GO) build -o $(CURDIR)/bin/kyverno github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno
+	cd engine/kyverno/helper && $(HELPER_BUILD) -o $(CURDIR)/bin/kyverno github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno
 
 # OPA Gatekeeper's CLI at the version go.mod pins, built as its own module
 # (with Gatekeeper's own dependencies, from the module proxy): the judge of
@@ -42,23 +46,25 @@ gator:
 	sh hack/gator.sh $(CURDIR)/bin
 
 # The image, without a Docker daemon or a base image to download:
-# linux/amd64 and linux/arm64 static binaries on an empty base, user 65532.
+# linux/amd64 and linux/arm64 static binaries (/truce, /truce-kyverno) on an
+# empty base, user 65532.
 # dist/image/layout is an OCI layout (crane push --index dist/image/layout
 # $(IMAGE):$(VERSION)); dist/image/truce-linux-ARCH.tar load with docker load.
 image:
 	$(GO) run ./hack/release image -version $(VERSION) -commit $(COMMIT) -ref $(IMAGE):$(VERSION) -out dist/image
 
-# Binaries for linux and darwin × amd64 and arm64 in dist/: archives,
-# checksums.txt, an SPDX SBOM per binary and krew/truce.yaml. Nothing is
-# published.
+# Binaries for linux and darwin × amd64 and arm64 in dist/: archives of
+# truce and the Kyverno helper truce-kyverno beside it, checksums.txt, an
+# SPDX SBOM per binary and krew/truce.yaml. Nothing is published.
 release:
 	$(GO) run ./hack/release dist -version $(VERSION) -commit $(COMMIT) -out dist
 
 # The release and image test: a snapshot for this machine's platform, built
-# and checked as a release is, its image loaded and its binary run. Part of
-# `test`, not of `unit`: its static -trimpath build shares no cache with the
-# tests' (a cold compile, minutes on 2 cores).
-test-release:
+# and checked as a release is, its image loaded and its binaries run (truce
+# with the Kyverno helper beside it). Part of `test`, not of `unit`: truce's
+# static -trimpath build shares no cache with the tests' (a cold compile,
+# minutes on 2 cores); the helper's shares `make helper`'s and only links.
+test-release: helper
 	TRUCE_TEST_RELEASE=1 $(GO) test -count=1 -timeout 45m -run TestSnapshot -v ./internal/release/
 
 # The modules beside the main one, which ./... leaves out: the Kyverno

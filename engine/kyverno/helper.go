@@ -30,7 +30,7 @@ const HelperEnv = "TRUCE_KYVERNO"
 const LogEnv = "TRUCE_KYVERNO_LOG"
 
 // FindHelper returns the helper's path: $TRUCE_KYVERNO, else next to the
-// running executable, else on PATH.
+// running executable (or to the file it is a symlink to), else on PATH.
 func FindHelper() (string, error) {
 	if p := os.Getenv(HelperEnv); p != "" {
 		if _, err := os.Stat(p); err != nil {
@@ -39,8 +39,7 @@ func FindHelper() (string, error) {
 		return p, nil
 	}
 	if exe, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(exe), HelperName)
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+		if p, ok := besideExecutable(exe); ok {
 			return p, nil
 		}
 	}
@@ -50,6 +49,24 @@ func FindHelper() (string, error) {
 	return "", fmt.Errorf("the helper %s, which runs Kyverno policies, is neither in $%s, nor next to truce, nor on PATH: "+
 		"build it with `make build` (bin/%s) or `cd engine/kyverno/helper && go install ./cmd/truce-kyverno` "+
 		"(see docs/kyverno.md)", HelperName, HelperEnv, HelperName)
+}
+
+// besideExecutable returns the helper next to exe, else, when exe is a
+// symlink, next to the file it leads to: krew runs truce through
+// ~/.krew/bin/kubectl-truce, a symlink into the plugin's directory where the
+// release's helper lies, and os.Executable does not resolve it on macOS.
+func besideExecutable(exe string) (string, bool) {
+	dirs := []string{filepath.Dir(exe)}
+	if real, err := filepath.EvalSymlinks(exe); err == nil && filepath.Dir(real) != dirs[0] {
+		dirs = append(dirs, filepath.Dir(real))
+	}
+	for _, d := range dirs {
+		p := filepath.Join(d, HelperName)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			return p, true
+		}
+	}
+	return "", false
 }
 
 // helper is a running truce-kyverno process. Requests are multiplexed on

@@ -57,7 +57,7 @@ func run(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("wrote %d archives, SBOMs, %s and %s\n", len(d.Archives), d.Checksums, d.Krew)
+		fmt.Printf("wrote %d archives (truce and %s), SBOMs, %s and %s\n", len(d.Archives), release.HelperName, d.Checksums, d.Krew)
 		return nil
 	case "image":
 		targets, err := parseTargets(*platforms, release.ImageTargets())

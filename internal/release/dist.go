@@ -31,37 +31,72 @@ type DistOptions struct {
 
 // DistFiles lists the files Dist wrote.
 type DistFiles struct {
-	Binaries  map[Target]string
-	Archives  map[Target]string
-	SBOMs     map[Target]string
-	Checksums string
-	Krew      string
+	// Binaries are truce's, Helpers the Kyverno helpers beside them.
+	Binaries map[Target]string
+	Helpers  map[Target]string
+	Archives map[Target]string
+	// SBOMs describe the Binaries, HelperSBOMs the Helpers.
+	SBOMs       map[Target]string
+	HelperSBOMs map[Target]string
+	Checksums   string
+	Krew        string
 }
 
-// Dist builds truce for every target and writes, under o.Out: the
-// binaries (OS_ARCH/truce), archives truce_VERSION_OS_ARCH.tar.gz with the
-// binary, LICENSE and README.md, an SPDX SBOM per binary, checksums.txt
-// (sha256sum's format) over archives and SBOMs, and krew/truce.yaml.
+// Dist builds truce and its Kyverno helper for every target and writes,
+// under o.Out: the binaries (OS_ARCH/truce, OS_ARCH/truce-kyverno) and
+// what Package makes of them.
 func Dist(ctx context.Context, o DistOptions) (*DistFiles, error) {
+	if o.Version == "" {
+		return nil, fmt.Errorf("a release needs a version")
+	}
+	bins, helpers := map[Target]string{}, map[Target]string{}
+	for _, t := range o.Targets {
+		dir := filepath.Join(o.Out, t.OS+"_"+t.Arch)
+		bins[t], helpers[t] = filepath.Join(dir, "truce"), filepath.Join(dir, HelperName)
+		if err := Build(ctx, o.ModuleDir, t, o.Stamp, bins[t]); err != nil {
+			return nil, err
+		}
+		if err := BuildHelper(ctx, o.ModuleDir, t, helpers[t]); err != nil {
+			return nil, err
+		}
+	}
+	return Package(o, bins, helpers)
+}
+
+// Package writes, under o.Out, a release of built binaries: archives
+// truce_VERSION_OS_ARCH.tar.gz with truce, the Kyverno helper next to it
+// (where truce looks for it), LICENSE and README.md; an SPDX SBOM per
+// binary (truce_VERSION_OS_ARCH.spdx.json,
+// truce-kyverno_VERSION_OS_ARCH.spdx.json); checksums.txt (sha256sum's
+// format) over archives and SBOMs; and krew/truce.yaml. Every target
+// needs both binaries.
+func Package(o DistOptions, bins, helpers map[Target]string) (*DistFiles, error) {
 	if o.Version == "" {
 		return nil, fmt.Errorf("a release needs a version")
 	}
 	if err := os.MkdirAll(filepath.Join(o.Out, "krew"), 0o755); err != nil {
 		return nil, err
 	}
-	d := &DistFiles{Binaries: map[Target]string{}, Archives: map[Target]string{}, SBOMs: map[Target]string{}}
+	d := &DistFiles{
+		Binaries: map[Target]string{}, Helpers: map[Target]string{}, Archives: map[Target]string{},
+		SBOMs: map[Target]string{}, HelperSBOMs: map[Target]string{},
+	}
 	sums := map[string]string{}
 	var krew []krewArchive
 	for _, t := range o.Targets {
-		base := fmt.Sprintf("truce_%s_%s_%s", o.Version, t.OS, t.Arch)
-		bin := filepath.Join(o.Out, t.OS+"_"+t.Arch, "truce")
-		if err := Build(ctx, o.ModuleDir, t, o.Stamp, bin); err != nil {
-			return nil, err
+		bin, helper := bins[t], helpers[t]
+		if bin == "" || helper == "" {
+			return nil, fmt.Errorf("packaging %s: truce (%q) and %s (%q) are both needed", t, bin, HelperName, helper)
 		}
-		d.Binaries[t] = bin
+		if filepath.Base(bin) != "truce" || filepath.Base(helper) != HelperName {
+			// Archives are flat: the names are the installed ones.
+			return nil, fmt.Errorf("packaging %s: the binaries must be named truce and %s, not %s and %s", t, HelperName, filepath.Base(bin), filepath.Base(helper))
+		}
+		d.Binaries[t], d.Helpers[t] = bin, helper
+		suffix := fmt.Sprintf("_%s_%s_%s", o.Version, t.OS, t.Arch)
 
-		archive := filepath.Join(o.Out, base+".tar.gz")
-		files := []string{bin}
+		archive := filepath.Join(o.Out, "truce"+suffix+".tar.gz")
+		files := []string{bin, helper}
 		for _, f := range []string{"LICENSE", "README.md"} {
 			files = append(files, filepath.Join(o.ModuleDir, f))
 		}
@@ -70,13 +105,20 @@ func Dist(ctx context.Context, o DistOptions) (*DistFiles, error) {
 		}
 		d.Archives[t] = archive
 
-		sbom := filepath.Join(o.Out, base+".spdx.json")
-		if err := SBOM(bin, sbom, SBOMInfo{Version: o.Version, License: o.License, Source: o.Source, Created: o.Created}); err != nil {
-			return nil, err
+		info := SBOMInfo{Version: o.Version, License: o.License, Source: o.Source, Created: o.Created}
+		for _, b := range []struct {
+			name, bin string
+			sboms     map[Target]string
+		}{{"truce", bin, d.SBOMs}, {HelperName, helper, d.HelperSBOMs}} {
+			info.Name = b.name
+			sbom := filepath.Join(o.Out, b.name+suffix+".spdx.json")
+			if err := SBOM(b.bin, sbom, info); err != nil {
+				return nil, err
+			}
+			b.sboms[t] = sbom
 		}
-		d.SBOMs[t] = sbom
 
-		for _, f := range []string{archive, sbom} {
+		for _, f := range []string{archive, d.SBOMs[t], d.HelperSBOMs[t]} {
 			sum, err := sha256File(f)
 			if err != nil {
 				return nil, err

@@ -25,6 +25,9 @@ const (
 	imageHome = "/home/nonroot"
 	// Entrypoint is where the binary lies in the image.
 	Entrypoint = "/truce"
+	// HelperPath is the Kyverno helper's place: next to truce, where truce
+	// looks for it.
+	HelperPath = "/" + HelperName
 	// CACertsPath is where Go (and Debian, Alpine, distroless) look for the
 	// CA bundle first.
 	CACertsPath = "/etc/ssl/certs/ca-certificates.crt"
@@ -34,6 +37,9 @@ const (
 type ImageOptions struct {
 	// Binaries are static truce binaries by platform, linux only.
 	Binaries map[Target]string
+	// Helpers are the Kyverno helpers, static too: one for each platform
+	// of Binaries.
+	Helpers map[Target]string
 	// CACerts is a PEM bundle copied to CACertsPath; empty or missing
 	// leaves truce with its built-in Mozilla roots.
 	CACerts string
@@ -76,8 +82,13 @@ func Image(o ImageOptions) (v1.ImageIndex, error) {
 		if t.OS != "linux" {
 			return nil, fmt.Errorf("building the image: %s is not a linux binary", t)
 		}
-		if err := checkBinary(o.Binaries[t], t); err != nil {
-			return nil, err
+		if o.Helpers[t] == "" {
+			return nil, fmt.Errorf("building the image: no %s for %s (truce runs Kyverno policies with it)", HelperName, t)
+		}
+		for _, b := range []string{o.Binaries[t], o.Helpers[t]} {
+			if err := checkBinary(b, t); err != nil {
+				return nil, err
+			}
 		}
 		img, err := platformImage(o, t)
 		if err != nil {
@@ -117,7 +128,7 @@ func checkBinary(path string, t Target) error {
 
 func platformImage(o ImageOptions, t Target) (v1.Image, error) {
 	layerFile := filepath.Join(o.WorkDir, fmt.Sprintf("layer-%s-%s.tar.gz", t.OS, t.Arch))
-	if err := writeLayer(layerFile, o.Binaries[t], o.CACerts); err != nil {
+	if err := writeLayer(layerFile, o.Binaries[t], o.Helpers[t], o.CACerts); err != nil {
 		return nil, fmt.Errorf("building the %s layer: %w", t, err)
 	}
 	layer, err := tarball.LayerFromFile(layerFile, tarball.WithMediaType(types.OCILayer))
@@ -129,7 +140,7 @@ func platformImage(o ImageOptions, t Target) (v1.Image, error) {
 	img, err := mutate.Append(base, mutate.Addendum{
 		Layer:     layer,
 		MediaType: types.OCILayer,
-		History:   v1.History{CreatedBy: "truce release: " + Entrypoint, Created: v1.Time{Time: o.Created}},
+		History:   v1.History{CreatedBy: "truce release: " + Entrypoint + " " + HelperPath, Created: v1.Time{Time: o.Created}},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building the %s image: %w", t, err)
@@ -155,9 +166,10 @@ func platformImage(o ImageOptions, t Target) (v1.Image, error) {
 	return img, nil
 }
 
-// writeLayer writes the only layer, gzipped: the binary, the CA bundle,
-// the nonroot user's passwd entry, its home and a /tmp for renders.
-func writeLayer(path, binary, caCerts string) (err error) {
+// writeLayer writes the only layer, gzipped: truce and the Kyverno helper
+// beside it, the CA bundle, the nonroot user's passwd entry, its home and a
+// /tmp for renders.
+func writeLayer(path, binary, helper, caCerts string) (err error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -210,23 +222,33 @@ func writeLayer(path, binary, caCerts string) (err error) {
 			}
 		}
 	}
-	bin, err := os.Open(binary)
-	if err != nil {
-		return fmt.Errorf("reading the binary: %w", err)
-	}
-	defer bin.Close()
-	st, err := bin.Stat()
-	if err != nil {
-		return err
-	}
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: Entrypoint[1:], Mode: 0o755, Size: st.Size(), ModTime: time.Unix(0, 0)}); err != nil {
-		return err
-	}
-	if _, err := io.Copy(tw, bin); err != nil {
-		return fmt.Errorf("copying %s: %w", binary, err)
+	for _, b := range []struct{ src, dst string }{{binary, Entrypoint}, {helper, HelperPath}} {
+		if err := copyExecutable(tw, b.src, b.dst[1:]); err != nil {
+			return err
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return err
 	}
 	return zw.Close()
+}
+
+// copyExecutable adds the file src to tw as name, executable by all.
+func copyExecutable(tw *tar.Writer, src, name string) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("reading the binary: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o755, Size: st.Size(), ModTime: time.Unix(0, 0)}); err != nil {
+		return err
+	}
+	if _, err := io.Copy(tw, f); err != nil {
+		return fmt.Errorf("copying %s: %w", src, err)
+	}
+	return nil
 }

@@ -77,17 +77,22 @@ type ImageBuild struct {
 	ImageOptions
 }
 
-// BuildImage builds a static binary per target under b.Out/bin, the image
-// over them, and writes it with WriteImage.
+// BuildImage builds static binaries of truce and its Kyverno helper per
+// target under b.Out/bin, the image over them, and writes it with
+// WriteImage.
 func BuildImage(ctx context.Context, b ImageBuild) (ImageFiles, error) {
 	o := b.ImageOptions
-	o.Binaries = map[Target]string{}
+	o.Binaries, o.Helpers = map[Target]string{}, map[Target]string{}
 	for _, t := range b.Targets {
-		bin := filepath.Join(b.Out, "bin", t.OS+"_"+t.Arch, "truce")
+		dir := filepath.Join(b.Out, "bin", t.OS+"_"+t.Arch)
+		bin, helper := filepath.Join(dir, "truce"), filepath.Join(dir, HelperName)
 		if err := Build(ctx, b.ModuleDir, t, o.Stamp, bin); err != nil {
 			return ImageFiles{}, err
 		}
-		o.Binaries[t] = bin
+		if err := BuildHelper(ctx, b.ModuleDir, t, helper); err != nil {
+			return ImageFiles{}, err
+		}
+		o.Binaries[t], o.Helpers[t] = bin, helper
 	}
 	if o.WorkDir == "" {
 		work, err := os.MkdirTemp("", "truce-image-")

@@ -29,8 +29,21 @@ type krewPlatform struct {
 	} `json:"selector"`
 	URI    string `json:"uri"`
 	SHA256 string `json:"sha256"`
-	Bin    string `json:"bin"`
+	// Files are what krew copies out of the archive into the plugin's
+	// directory; Bin, among them, is what kubectl-truce links to.
+	Files []krewFile `json:"files"`
+	Bin   string     `json:"bin"`
 }
+
+type krewFile struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// krewFiles are installed side by side: truce finds the Kyverno helper
+// next to itself (through krew's kubectl-truce symlink too), and krew-index
+// wants the licence installed.
+var krewFiles = []krewFile{{From: "truce", To: "."}, {From: HelperName, To: "."}, {From: "LICENSE", To: "."}}
 
 // krewArchive is one platform's archive in the manifest.
 type krewArchive struct {
@@ -49,12 +62,13 @@ func writeKrew(out, version, homepage string, archives []krewArchive) error {
 	p.Spec.Homepage = homepage
 	p.Spec.ShortDescription = "Tell GitOps drift caused by admission before it happens"
 	p.Spec.Description = "truce runs Kubernetes admission offline (MutatingAdmissionPolicies, ValidatingAdmissionPolicies,\n" +
-		"webhooks) and simulates Argo CD and Flux against it: will they settle or fight?\n" +
+		"webhooks, Kyverno policies) and simulates Argo CD and Flux against it: will they settle or fight?\n" +
 		"  kubectl truce check ./deploy -c ./cluster\n"
 	for _, a := range archives {
 		var pl krewPlatform
 		pl.Selector.MatchLabels = map[string]string{"os": a.OS, "arch": a.Arch}
 		pl.URI, pl.SHA256, pl.Bin = a.URI, a.SHA256, "truce"
+		pl.Files = krewFiles
 		p.Spec.Platforms = append(p.Spec.Platforms, pl)
 	}
 	b, err := yaml.Marshal(p)

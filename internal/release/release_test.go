@@ -26,13 +26,15 @@ import (
 const testVersion = "v0.0.0-snapshot"
 
 // TestSnapshot builds a release for the host platform only, checks every
-// file a release has, then builds the image from the same binary (on
-// linux), loads it back as crane and docker would, and runs the binary
-// taken out of its layer.
+// file a release has, runs the archive's truce with the Kyverno helper
+// beside it, then builds the image from the same binaries (on linux),
+// loads it back as crane and docker would, and runs the binaries taken out
+// of its layer.
 func TestSnapshot(t *testing.T) {
-	// A static -trimpath build shares no build cache with the tests': cold,
-	// it compiles everything again (minutes on two cores). `make
-	// test-release` runs it.
+	// A static -trimpath build of truce shares no build cache with the
+	// tests': cold, it compiles everything again (minutes on two cores).
+	// The helper's shares `make helper`'s (built the same way), which
+	// `make test-release` therefore runs first.
 	if os.Getenv("TRUCE_TEST_RELEASE") == "" {
 		t.Skip("set TRUCE_TEST_RELEASE=1 (make test-release): builds truce as a release does")
 	}
@@ -59,7 +61,7 @@ func TestSnapshot(t *testing.T) {
 
 	t.Run("archive", func(t *testing.T) {
 		names := tarNames(t, d.Archives[host])
-		if want := []string{"LICENSE", "README.md", "truce"}; !slices.Equal(names, want) {
+		if want := []string{"LICENSE", "README.md", "truce", "truce-kyverno"}; !slices.Equal(names, want) {
 			t.Errorf("archive holds %v, want %v", names, want)
 		}
 		if base := filepath.Base(d.Archives[host]); base != "truce_"+testVersion+"_"+host.OS+"_"+host.Arch+".tar.gz" {
@@ -68,7 +70,7 @@ func TestSnapshot(t *testing.T) {
 	})
 	t.Run("checksums", func(t *testing.T) {
 		sums := readChecksums(t, d.Checksums)
-		for _, f := range []string{d.Archives[host], d.SBOMs[host]} {
+		for _, f := range []string{d.Archives[host], d.SBOMs[host], d.HelperSBOMs[host]} {
 			want, err := sha256File(f)
 			if err != nil {
 				t.Fatal(err)
@@ -77,35 +79,55 @@ func TestSnapshot(t *testing.T) {
 				t.Errorf("checksums.txt has %q for %s, want %s", sums[filepath.Base(f)], filepath.Base(f), want)
 			}
 		}
-		if len(sums) != 2 {
-			t.Errorf("checksums.txt lists %d files, want 2: %v", len(sums), sums)
+		if len(sums) != 3 {
+			t.Errorf("checksums.txt lists %d files, want 3: %v", len(sums), sums)
 		}
 	})
-	t.Run("sbom", func(t *testing.T) {
-		b, err := os.ReadFile(d.SBOMs[host])
-		if err != nil {
-			t.Fatal(err)
-		}
-		var doc spdxDocument
-		if err := json.Unmarshal(b, &doc); err != nil {
-			t.Fatal(err)
-		}
-		if doc.SPDXVersion != "SPDX-2.3" || doc.Packages[0].Name != "github.com/truce-dev/truce" || doc.Packages[0].VersionInfo != testVersion {
-			t.Errorf("document describes %s %s %s", doc.SPDXVersion, doc.Packages[0].Name, doc.Packages[0].VersionInfo)
-		}
-		have := map[string]string{}
-		for _, p := range doc.Packages {
-			have[p.Name] = p.VersionInfo
-		}
-		for _, m := range []string{"stdlib", "helm.sh/helm/v4", "k8s.io/apiserver", "github.com/fluxcd/pkg/kustomize"} {
-			if have[m] == "" {
-				t.Errorf("SBOM lacks %s", m)
+	for _, tt := range []struct {
+		name, sbom, root string
+		// deps are modules the binary links, with their version ("" for
+		// any).
+		deps map[string]string
+	}{
+		{
+			name: "sbom", sbom: d.SBOMs[host], root: "github.com/truce-dev/truce",
+			deps: map[string]string{"stdlib": "", "helm.sh/helm/v4": "", "k8s.io/apiserver": "", "github.com/fluxcd/pkg/kustomize": ""},
+		},
+		{
+			name: "helper sbom", sbom: d.HelperSBOMs[host], root: "github.com/truce-dev/truce/engine/kyverno/helper",
+			deps: map[string]string{
+				"stdlib": "", "github.com/kyverno/kyverno": "v1.19.1",
+				"k8s.io/api": helperRequires(t, "k8s.io/api"), "k8s.io/client-go": helperRequires(t, "k8s.io/client-go"),
+				"github.com/truce-dev/truce/engine/kyverno/helper/protocol": testVersion,
+			},
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := os.ReadFile(tt.sbom)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		if len(doc.Relationships) != len(doc.Packages) {
-			t.Errorf("%d relationships for %d packages", len(doc.Relationships), len(doc.Packages))
-		}
-	})
+			var doc spdxDocument
+			if err := json.Unmarshal(b, &doc); err != nil {
+				t.Fatal(err)
+			}
+			if doc.SPDXVersion != "SPDX-2.3" || doc.Packages[0].Name != tt.root || doc.Packages[0].VersionInfo != testVersion {
+				t.Errorf("document describes %s %s %s", doc.SPDXVersion, doc.Packages[0].Name, doc.Packages[0].VersionInfo)
+			}
+			have := map[string]string{}
+			for _, p := range doc.Packages {
+				have[p.Name] = p.VersionInfo
+			}
+			for m, v := range tt.deps {
+				if have[m] == "" || (v != "" && have[m] != v) {
+					t.Errorf("SBOM has %s at %q, want %q", m, have[m], v)
+				}
+			}
+			if len(doc.Relationships) != len(doc.Packages) {
+				t.Errorf("%d relationships for %d packages", len(doc.Relationships), len(doc.Packages))
+			}
+		})
+	}
 	t.Run("krew", func(t *testing.T) {
 		b, err := os.ReadFile(d.Krew)
 		if err != nil {
@@ -124,6 +146,19 @@ func TestSnapshot(t *testing.T) {
 		if pl.SHA256 != sum || pl.URI != wantURI || pl.Bin != "truce" || pl.Selector.MatchLabels["os"] != host.OS || pl.Selector.MatchLabels["arch"] != host.Arch {
 			t.Errorf("platform %+v, want sha256 %s uri %s", pl, sum, wantURI)
 		}
+		// Every file krew installs is in the archive.
+		names := tarNames(t, d.Archives[host])
+		for _, f := range pl.Files {
+			if !slices.Contains(names, f.From) {
+				t.Errorf("krew installs %s, which the archive lacks (%v)", f.From, names)
+			}
+		}
+	})
+	t.Run("kyverno", func(t *testing.T) {
+		// As a user unpacks it: truce finds the helper next to itself.
+		dir := t.TempDir()
+		untar(t, d.Archives[host], dir)
+		checkKyverno(t, filepath.Join(dir, "truce"))
 	})
 	t.Run("version", func(t *testing.T) {
 		got := runVersion(t, d.Binaries[host])
@@ -135,18 +170,18 @@ func TestSnapshot(t *testing.T) {
 		if host.OS != "linux" {
 			t.Skip("the image holds a linux binary")
 		}
-		testImage(t, host, d.Binaries[host])
+		testImage(t, host, d.Binaries[host], d.Helpers[host])
 	})
 }
 
-func testImage(t *testing.T, host Target, binary string) {
+func testImage(t *testing.T, host Target, binary, helper string) {
 	dir := t.TempDir()
 	ca := filepath.Join(dir, "ca.crt")
 	if err := os.WriteFile(ca, []byte("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	o := ImageOptions{
-		Binaries: map[Target]string{host: binary}, CACerts: ca, WorkDir: t.TempDir(),
+		Binaries: map[Target]string{host: binary}, Helpers: map[Target]string{host: helper}, CACerts: ca, WorkDir: t.TempDir(),
 		Stamp: Stamp{Version: testVersion, Commit: "0123abcd"}, Source: "https://github.com/truce-dev/truce", License: "Apache-2.0",
 	}
 	idx, err := Image(o)
@@ -222,11 +257,12 @@ func checkImage(t *testing.T, img v1.Image, host Target) {
 			t.Errorf("label %s = %q, want %q", k, cf.Config.Labels[k], v)
 		}
 	}
-	// The filesystem: the binary, CA bundle, a /tmp and the user's home,
-	// and no shell.
+	// The filesystem: the binaries side by side, CA bundle, a /tmp and
+	// the user's home, and no shell.
 	tr := tar.NewReader(mutate.Extract(img))
 	entries := map[string]*tar.Header{}
-	bin := filepath.Join(t.TempDir(), "truce")
+	root := t.TempDir()
+	bin := filepath.Join(root, "truce")
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -236,20 +272,18 @@ func checkImage(t *testing.T, img v1.Image, host Target) {
 			t.Fatal(err)
 		}
 		entries[strings.TrimSuffix(h.Name, "/")] = h
-		if h.Name == "truce" {
-			f, err := os.OpenFile(bin, os.O_CREATE|os.O_WRONLY, 0o755)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := io.Copy(f, tr); err != nil {
-				t.Fatal(err)
-			}
-			f.Close()
+		if h.Name == "truce" || h.Name == HelperName {
+			extract(t, tr, filepath.Join(root, h.Name), h.FileInfo().Mode())
 		}
 	}
-	for _, want := range []string{"truce", "etc/ssl/certs/ca-certificates.crt", "etc/passwd", "tmp", "home/nonroot"} {
+	for _, want := range []string{"truce", HelperName, "etc/ssl/certs/ca-certificates.crt", "etc/passwd", "tmp", "home/nonroot"} {
 		if entries[want] == nil {
 			t.Errorf("image lacks /%s", want)
+		}
+	}
+	for _, exe := range []string{"truce", HelperName} {
+		if h := entries[exe]; h != nil && h.Mode&0o111 != 0o111 {
+			t.Errorf("/%s has mode %o: the user 65532 cannot run it", exe, h.Mode)
 		}
 	}
 	if h := entries["home/nonroot"]; h != nil && h.Uid != 65532 {
@@ -261,6 +295,137 @@ func checkImage(t *testing.T, img v1.Image, host Target) {
 	if got := runVersion(t, bin); got.Version != testVersion {
 		t.Errorf("the image's truce says version %s", got.Version)
 	}
+	checkKyverno(t, bin)
+}
+
+// kyvernoPolicy adds a label to ConfigMaps and requires another: a
+// mutation and a denial only Kyverno's engine, in the helper, can give.
+const kyvernoPolicy = `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: release-check}
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: stamp
+    match:
+      any:
+      - resources: {kinds: [ConfigMap]}
+    mutate:
+      patchStrategicMerge:
+        metadata:
+          labels: {checked-by: kyverno}
+  - name: require-app
+    match:
+      any:
+      - resources: {kinds: [ConfigMap]}
+    validate:
+      message: "the label app is required"
+      pattern:
+        metadata:
+          labels: {app: "?*"}
+`
+
+const kyvernoObjects = `apiVersion: v1
+kind: ConfigMap
+metadata: {name: web, namespace: default, labels: {app: web}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: bare, namespace: default}
+`
+
+// checkKyverno runs `truce admit` from bin's directory on a Kyverno policy:
+// with the helper beside truce, the policy mutates and denies; with truce
+// alone, truce says it needs the helper. Neither $TRUCE_KYVERNO nor PATH
+// leads to another helper.
+func checkKyverno(t *testing.T, bin string) {
+	t.Helper()
+	work := t.TempDir()
+	policy, objects := filepath.Join(work, "policy.yaml"), filepath.Join(work, "objects.yaml")
+	for name, data := range map[string]string{policy: kyvernoPolicy, objects: kyvernoObjects} {
+		if err := os.WriteFile(name, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := []string{"PATH=" + t.TempDir(), "HOME=" + work}
+	admit := func(bin string) ([]byte, []byte, error) {
+		cmd := exec.Command(bin, "admit", "-c", policy, "-f", objects, "-o", "json")
+		cmd.Env = env
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		return out, []byte(stderr.String()), err
+	}
+
+	out, stderr, err := admit(bin)
+	var report struct {
+		Results []struct {
+			Name    string
+			Allowed bool
+			Message string
+			Object  struct {
+				Metadata struct{ Labels map[string]string }
+			}
+		}
+	}
+	if jerr := json.Unmarshal(out, &report); jerr != nil {
+		t.Fatalf("truce admit (exit %v): %v\n%s\n%s", err, jerr, out, stderr)
+	}
+	got := map[string]string{}
+	for _, r := range report.Results {
+		switch {
+		case r.Allowed:
+			got[r.Name] = "allowed, checked-by=" + r.Object.Metadata.Labels["checked-by"]
+		default:
+			got[r.Name] = "denied: " + r.Message
+		}
+	}
+	if got["web"] != "allowed, checked-by=kyverno" || !strings.Contains(got["bare"], "the label app is required") {
+		t.Errorf("with the helper beside truce: %v (exit %v)\n%s", got, err, stderr)
+	}
+
+	alone := filepath.Join(t.TempDir(), "truce")
+	copyFile(t, bin, alone)
+	out, stderr, err = admit(alone)
+	if err == nil || !strings.Contains(string(stderr)+string(out), "the helper "+HelperName) {
+		t.Errorf("truce without the helper: exit %v, want an error naming %s\n%s\n%s", err, HelperName, out, stderr)
+	}
+}
+
+func extract(t *testing.T, r io.Reader, name string, mode os.FileMode) {
+	t.Helper()
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode.Perm())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(f, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	f, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	extract(t, f, dst, st.Mode())
+}
+
+// untar unpacks a flat gzipped tar into dir.
+func untar(t *testing.T, archive, dir string) {
+	t.Helper()
+	forTar(t, archive, func(h *tar.Header, r io.Reader) {
+		extract(t, r, filepath.Join(dir, filepath.Base(h.Name)), h.FileInfo().Mode())
+	})
 }
 
 type versionOutput struct {
@@ -286,29 +451,35 @@ func runVersion(t *testing.T, bin string) versionOutput {
 
 func tarNames(t *testing.T, path string) []string {
 	t.Helper()
-	f, err := os.Open(path)
+	var names []string
+	forTar(t, path, func(h *tar.Header, _ io.Reader) { names = append(names, h.Name) })
+	slices.Sort(names)
+	return names
+}
+
+// forTar calls f for each entry of the gzipped tar at path.
+func forTar(t *testing.T, path string, f func(*tar.Header, io.Reader)) {
+	t.Helper()
+	file, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
+	defer file.Close()
+	zr, err := gzip.NewReader(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tr := tar.NewReader(zr)
-	var names []string
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
-			break
+			return
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		names = append(names, h.Name)
+		f(h, tr)
 	}
-	slices.Sort(names)
-	return names
 }
 
 func readChecksums(t *testing.T, path string) map[string]string {
@@ -328,4 +499,21 @@ func readChecksums(t *testing.T, path string) map[string]string {
 		sums[name] = sum
 	}
 	return sums
+}
+
+// helperRequires is the version of module the helper's go.mod requires:
+// Kyverno's Kubernetes, not truce's.
+func helperRequires(t *testing.T, module string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("../..", HelperModule, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == module {
+			return f[1]
+		}
+	}
+	t.Fatalf("the helper's go.mod does not require %s", module)
+	return ""
 }

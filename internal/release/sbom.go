@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime/debug"
+	"strings"
 	"time"
 )
 
@@ -64,6 +66,9 @@ var spdxIDUnsafe = regexp.MustCompile(`[^a-zA-Z0-9.-]+`)
 
 // SBOMInfo is what the binary's build information does not say.
 type SBOMInfo struct {
+	// Name is the binary's (truce, truce-kyverno): it names the document
+	// and its root package; empty is truce.
+	Name string
 	// Version is the release's (the binary records "(devel)").
 	Version string
 	// License is truce's SPDX expression, Source its repository URL.
@@ -93,13 +98,17 @@ func SBOM(binary, out string, info SBOMInfo) error {
 	if mainVersion == "" {
 		mainVersion = main.Version
 	}
-	rootID := "SPDXRef-Package-truce"
+	name := info.Name
+	if name == "" {
+		name = "truce"
+	}
+	rootID := "SPDXRef-Package-" + spdxIDUnsafe.ReplaceAllString(name, "-")
 	doc := spdxDocument{
 		SPDXVersion:       "SPDX-2.3",
 		DataLicense:       "CC0-1.0",
 		SPDXID:            "SPDXRef-DOCUMENT",
-		Name:              fmt.Sprintf("truce-%s", mainVersion),
-		DocumentNamespace: fmt.Sprintf("%s/spdx/%s-%s", source, mainVersion, sum[:16]),
+		Name:              fmt.Sprintf("%s-%s", name, mainVersion),
+		DocumentNamespace: fmt.Sprintf("%s/spdx/%s-%s-%s", source, name, mainVersion, sum[:16]),
 		CreationInfo: spdxCreationInfo{
 			Created:  created.UTC().Format(time.RFC3339),
 			Creators: []string{"Organization: truce", "Tool: truce-release"},
@@ -139,16 +148,23 @@ func SBOM(binary, out string, info SBOMInfo) error {
 
 // depVersion is the module and version a dependency was built from: its
 // replacement's, or, for a module of this repository replaced by its
-// directory (the Kyverno helper's protocol), its own path at the release's
-// version, since it is built from the same source as truce.
+// directory (the Kyverno helper's protocol; the build records the
+// directory at "(devel)"), its own path at the release's version, since it
+// is built from the same source as truce.
 func depVersion(d *debug.Module, mainVersion string) (string, string) {
 	switch {
 	case d.Replace == nil:
 		return d.Path, d.Version
-	case d.Replace.Version == "":
+	case isDir(d.Replace.Path):
 		return d.Path, mainVersion
 	}
 	return d.Replace.Path, d.Replace.Version
+}
+
+// isDir tells a replacement by a directory from one by a module, as go.mod
+// does: a directory's path is absolute or starts with ./ or ../.
+func isDir(replacement string) bool {
+	return filepath.IsAbs(replacement) || strings.HasPrefix(replacement, "./") || strings.HasPrefix(replacement, "../")
 }
 
 // purl is the package URL of a Go module (or of the standard library).
