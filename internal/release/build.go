@@ -66,14 +66,28 @@ func Build(ctx context.Context, moduleDir string, t Target, s Stamp, out string)
 	return goBuild(ctx, moduleDir, "./cmd/truce", t, ldflags, out)
 }
 
-// BuildHelper compiles the Kyverno helper from its own module
+// buildHelper compiles the Kyverno helper from its own module
 // (HelperModule under truce's moduleDir) for t into out, static and
 // -trimpath as truce. `make helper` compiles with the same settings for
 // the build machine, so a release or snapshot for it reuses those
 // compiled packages (Kyverno's are ~17 CPU-minutes cold) and only links:
 // -ldflags reach the linker alone. The helper has no version to stamp.
-func BuildHelper(ctx context.Context, moduleDir string, t Target, out string) error {
+func buildHelper(ctx context.Context, moduleDir string, t Target, out string) error {
 	return goBuild(ctx, filepath.Join(moduleDir, HelperModule), helperCmd, t, []string{"-s", "-w"}, out)
+}
+
+// BuildBoth builds truce and its Kyverno helper for t into dir, as
+// dir/truce and dir/truce-kyverno (the names they are installed by, side
+// by side, where truce looks for the helper), and returns their paths.
+func BuildBoth(ctx context.Context, moduleDir string, t Target, s Stamp, dir string) (bin, helper string, err error) {
+	bin, helper = filepath.Join(dir, "truce"), filepath.Join(dir, HelperName)
+	if err := Build(ctx, moduleDir, t, s, bin); err != nil {
+		return "", "", err
+	}
+	if err := buildHelper(ctx, moduleDir, t, helper); err != nil {
+		return "", "", err
+	}
+	return bin, helper, nil
 }
 
 // goBuild builds pkg of the module in dir for t, without cgo or the build

@@ -51,14 +51,11 @@ func Dist(ctx context.Context, o DistOptions) (*DistFiles, error) {
 	}
 	bins, helpers := map[Target]string{}, map[Target]string{}
 	for _, t := range o.Targets {
-		dir := filepath.Join(o.Out, t.OS+"_"+t.Arch)
-		bins[t], helpers[t] = filepath.Join(dir, "truce"), filepath.Join(dir, HelperName)
-		if err := Build(ctx, o.ModuleDir, t, o.Stamp, bins[t]); err != nil {
+		bin, helper, err := BuildBoth(ctx, o.ModuleDir, t, o.Stamp, filepath.Join(o.Out, t.OS+"_"+t.Arch))
+		if err != nil {
 			return nil, err
 		}
-		if err := BuildHelper(ctx, o.ModuleDir, t, helpers[t]); err != nil {
-			return nil, err
-		}
+		bins[t], helpers[t] = bin, helper
 	}
 	return Package(o, bins, helpers)
 }

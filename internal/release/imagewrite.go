@@ -84,12 +84,8 @@ func BuildImage(ctx context.Context, b ImageBuild) (ImageFiles, error) {
 	o := b.ImageOptions
 	o.Binaries, o.Helpers = map[Target]string{}, map[Target]string{}
 	for _, t := range b.Targets {
-		dir := filepath.Join(b.Out, "bin", t.OS+"_"+t.Arch)
-		bin, helper := filepath.Join(dir, "truce"), filepath.Join(dir, HelperName)
-		if err := Build(ctx, b.ModuleDir, t, o.Stamp, bin); err != nil {
-			return ImageFiles{}, err
-		}
-		if err := BuildHelper(ctx, b.ModuleDir, t, helper); err != nil {
+		bin, helper, err := BuildBoth(ctx, b.ModuleDir, t, o.Stamp, filepath.Join(b.Out, "bin", t.OS+"_"+t.Arch))
+		if err != nil {
 			return ImageFiles{}, err
 		}
 		o.Binaries[t], o.Helpers[t] = bin, helper
