@@ -52,20 +52,28 @@ type VersionReader interface {
 	ResourceVersion(ctx context.Context, ref Ref) (string, error)
 }
 
-// ResourceVersion returns the live resourceVersion of ref: through the
-// VersionReader of c, or of the cluster c wraps for its writes (an
-// Unwrap() Cluster method, as the simulation's write log has), else from
-// a Get.
-func ResourceVersion(ctx context.Context, c Cluster, ref Ref) (string, error) {
+// As finds in c, or in the cluster c wraps (an Unwrap() Cluster method,
+// as the simulation's write log has: it wraps another for its writes and
+// reads through it), the first that implements T.
+func As[T any](c Cluster) (T, bool) {
 	for inner := c; ; {
-		if v, ok := inner.(VersionReader); ok {
-			return v.ResourceVersion(ctx, ref)
+		if v, ok := inner.(T); ok {
+			return v, true
 		}
 		w, ok := inner.(interface{ Unwrap() Cluster })
 		if !ok {
-			break
+			var zero T
+			return zero, false
 		}
 		inner = w.Unwrap()
+	}
+}
+
+// ResourceVersion returns the live resourceVersion of ref: through the
+// VersionReader of c (see As) when there is one, else from a Get.
+func ResourceVersion(ctx context.Context, c Cluster, ref Ref) (string, error) {
+	if v, ok := As[VersionReader](c); ok {
+		return v.ResourceVersion(ctx, ref)
 	}
 	o, err := c.Get(ctx, ref)
 	if err != nil {

@@ -20,26 +20,14 @@ type typedCluster interface {
 	TypeConverter(gv k8sschema.GroupVersion) (managedfields.TypeConverter, error)
 }
 
-// wrapper is implemented by clusters that pass every call to another.
-type wrapper interface {
-	Unwrap() cluster.Cluster
-}
-
 // TypeConvertersFor gives the strategies that need field types (Argo CD's)
 // the types of c: the in-process cluster's own registry, or the built-in
 // types plus the CRDs read from a live cluster on first use of their group.
 func TypeConvertersFor(ctx context.Context, c cluster.Cluster) TypeConverters {
 	// A cluster that wraps another (the simulation's write log) has its
 	// types.
-	for inner := c; ; {
-		if tc, ok := inner.(typedCluster); ok {
-			return tc.TypeConverter
-		}
-		w, ok := inner.(wrapper)
-		if !ok {
-			break
-		}
-		inner = w.Unwrap()
+	if tc, ok := cluster.As[typedCluster](c); ok {
+		return tc.TypeConverter
 	}
 	var (
 		mu  sync.Mutex
