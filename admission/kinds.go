@@ -15,6 +15,17 @@ var ConfigurationKinds = []k8sschema.GroupVersionKind{
 	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingWebhookConfiguration"},
 }
 
+// IsConfigurationKindName reports whether kind is the name of one of
+// ConfigurationKinds, in any group: a cheap first test.
+func IsConfigurationKindName(kind string) bool {
+	for _, k := range ConfigurationKinds {
+		if k.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
 // IsConfigurationKind reports whether gk is one of ConfigurationKinds, in
 // any version.
 func IsConfigurationKind(gk k8sschema.GroupKind) bool {

@@ -193,6 +193,21 @@ func (s *State) Objects() []*unstructured.Unstructured {
 	return out
 }
 
+// Each calls fn with the objects of kind gk in namespace (in all when
+// empty), in insertion order, until fn returns false. fn must not change
+// the state or the objects.
+func (s *State) Each(gk k8sschema.GroupKind, namespace string, fn func(*unstructured.Unstructured) bool) {
+	for _, k := range s.order {
+		// By key: no object's apiVersion is parsed.
+		if k.Group != gk.Group || k.Kind != gk.Kind || (namespace != "" && k.Namespace != namespace) {
+			continue
+		}
+		if !fn(s.objects[k]) {
+			return
+		}
+	}
+}
+
 // CRDs decodes the CustomResourceDefinitions of the state.
 func (s *State) CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	var out []*apiextensionsv1.CustomResourceDefinition

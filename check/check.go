@@ -94,6 +94,10 @@ type Repository struct {
 	// (prepareReplaced).
 	src      Input
 	repoBase int
+	// origins are what Split and Prepare made of each manifest of
+	// src.Repository, for prepareReplaced to reuse those a candidate fix
+	// leaves as they are.
+	origins *origins
 }
 
 // defaultNamespace is the namespace a namespaced manifest without one
@@ -144,6 +148,9 @@ func setupOf(u manifest.Unit) [2]string {
 // configurations managed by cert-manager's cainjector stay manifests:
 // their caBundle is what the simulation is about.
 func isAdmissionConfig(obj *unstructured.Unstructured) bool {
+	if !admission.IsConfigurationKindName(obj.GetKind()) {
+		return false // without parsing the apiVersion of every manifest
+	}
 	gvk := obj.GroupVersionKind()
 	if !admission.IsConfigurationKind(gvk.GroupKind()) {
 		return false
@@ -209,7 +216,7 @@ func (r *Repository) backgroundWriters(ctx context.Context, engines []admission.
 
 // Split takes a repository apart.
 func Split(in Input) (*Repository, error) {
-	r := &Repository{detect: true, units: in.Units}
+	r := &Repository{detect: true, units: in.Units, origins: newOrigins(len(in.Repository))}
 	r.Base = append(r.Base, in.Cluster...)
 	objs := make([]gitops.Object, 0, len(in.Repository))
 	for _, o := range in.Repository {
@@ -238,14 +245,24 @@ func Split(in Input) (*Repository, error) {
 		m := bySource[o.Unstructured]
 		if isAdmissionConfig(o.Unstructured) {
 			r.Base = append(r.Base, m)
+			r.origins.set(o.Unstructured, origin{admission: true})
 			continue
 		}
+		var or origin
 		if isBaseToo(o.Unstructured) {
 			// They exist before the application's objects are applied;
 			// the tool applies them too.
-			r.Base = append(r.Base, manifest.Object{Source: m.Source, Object: o.DeepCopy()})
+			or.base = o.DeepCopy()
+			r.Base = append(r.Base, manifest.Object{Source: m.Source, Object: or.base})
 		}
+		or.desired = o.Unstructured
+		r.origins.set(o.Unstructured, or)
 		r.Desired = append(r.Desired, simulate.Desired{Object: o.Unstructured, Source: m.Source})
+	}
+	for _, o := range in.Repository {
+		if _, ok := r.origins.of[o.Object]; !ok {
+			r.origins.set(o.Object, origin{}) // settings and writers documents
+		}
 	}
 	r.repoBase = len(r.Base) - len(in.Cluster)
 	toolkitCRDs, err := missingToolkitCRDs(r.Base, r.Desired)
@@ -603,7 +620,10 @@ func focus(desired []simulate.Desired, ref cluster.Ref) []simulate.Desired {
 	var out []simulate.Desired
 	for _, d := range desired {
 		k := d.Object.GetKind()
-		if k == "Namespace" || k == "CustomResourceDefinition" || cluster.RefOf(d.Object) == ref ||
+		// The name and kind before the whole ref: this runs for every
+		// manifest of each candidate fix.
+		self := k == ref.Kind && d.Object.GetName() == ref.Name && cluster.RefOf(d.Object) == ref
+		if k == "Namespace" || k == "CustomResourceDefinition" || self ||
 			(roles && k == "ClusterRole" && d.Object.GroupVersionKind().Group == "rbac.authorization.k8s.io") {
 			out = append(out, d)
 		}

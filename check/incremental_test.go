@@ -7,8 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/engine/gatekeeper"
@@ -261,6 +264,98 @@ func TestCompactKeepsReport(t *testing.T) {
 							}
 						}
 					}
+				}
+			}
+		})
+	}
+}
+
+// prepareReplaced reuses what Prepare made of the manifests a fix leaves
+// as they were in the file it edits, also when the edit moves them, and
+// gives what Prepare gives; a settings manifest the edit moves makes it
+// prepare afresh, since the settings quote its place.
+func TestPrepareReplacedReusesUnchanged(t *testing.T) {
+	const (
+		ns  = "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n"
+		cmA = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {k: v}\n"
+		cmB = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n"
+		app = "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: shop, namespace: argocd}\n" +
+			"spec: {destination: {namespace: shop, server: https://kubernetes.default.svc}, syncPolicy: {automated: {selfHeal: true}}}\n"
+		web       = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web, namespace: shop}\n"
+		webEdited = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  namespace: shop\n  labels: {fixed: \"true\"}\n"
+	)
+	join := func(docs ...string) string { return strings.Join(docs, "---\n") }
+	for _, tc := range []struct {
+		name          string
+		before, after string
+		prepared      bool
+		reused        []string // desired objects that must be the checked repository's
+	}{{
+		name:     "edit moves the manifests below it",
+		before:   join(ns, web, cmA, cmB),
+		after:    join(ns, webEdited, cmA, cmB),
+		prepared: true,
+		reused:   []string{"shop", "a", "b"},
+	}, {
+		name:     "settings above the edit",
+		before:   join(app, ns, cmA, web),
+		after:    join(app, ns, cmA, webEdited),
+		prepared: true,
+		reused:   []string{"shop", "a"},
+	}, {
+		name:   "settings moved by the edit",
+		before: join(web, app, cmA),
+		after:  join(webEdited, app, cmA),
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			file := filepath.Join(dir, "all.yaml")
+			if err := os.WriteFile(file, []byte(tc.before), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			in, opts := loadRealistic(t, dir)
+			r, err := Prepare(ctx, in, opts, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in2, err := NewLoader(Sources{Repository: []string{dir}}, in)(ctx, map[string][]byte{file: []byte(tc.after)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok := r.prepareReplaced(in2, opts)
+			if ok != tc.prepared {
+				t.Fatalf("prepared from the checked repository: %v, want %v", ok, tc.prepared)
+			}
+			if !ok {
+				return
+			}
+			full, err := Prepare(ctx, in2, opts, r.scopes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := preparedView(full)
+			for k, v := range preparedView(got) {
+				if !reflect.DeepEqual(v, want[k]) {
+					t.Errorf("%s\n%+v\nPrepare: %+v", k, v, want[k])
+				}
+			}
+			was := map[string]*unstructured.Unstructured{}
+			for _, d := range r.Desired {
+				was[d.Object.GetName()] = d.Object
+			}
+			for _, name := range tc.reused {
+				found := false
+				for _, d := range got.Desired {
+					if d.Object.GetName() == name && d.Object.GetKind() != "Application" {
+						found = true
+						if d.Object != was[name] {
+							t.Errorf("%s decoded again, not reused", name)
+						}
+					}
+				}
+				if !found {
+					t.Errorf("%s is not desired", name)
 				}
 			}
 		})

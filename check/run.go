@@ -170,6 +170,7 @@ func Prepare(ctx context.Context, in Input, opts Options, scopes *Scopes) (*Repo
 				// unknown, and it must not turn its unit's other
 				// objects into noise.
 				repo.Unknown = append(repo.Unknown, d)
+				repo.origins.unknown(d.Object)
 				continue
 			}
 			namespaced = m.Scope.Name() == meta.RESTScopeNameNamespace
@@ -178,6 +179,7 @@ func Prepare(ctx context.Context, in Input, opts Options, scopes *Scopes) (*Repo
 		if namespaced && d.Object.GetNamespace() == "" {
 			o := d.Object.DeepCopy()
 			o.SetNamespace(repo.defaultNamespace(d))
+			repo.origins.defaulted(d.Object, o)
 			d.Object = o
 		}
 		kept = append(kept, d)

@@ -82,6 +82,35 @@ func ResourceVersion(ctx context.Context, c Cluster, ref Ref) (string, error) {
 	return o.GetResourceVersion(), nil
 }
 
+// Walker is implemented by clusters that can show the objects of a kind
+// without copying them: the simulated Argo CD looks for the objects it
+// tracks among all objects of Git's kinds every round.
+type Walker interface {
+	// Walk calls fn with each object List(ctx, gvk, namespace) would
+	// return, with List's errors, but as stored: in the version the
+	// cluster stores, which fn must not change, keep, or use to call the
+	// cluster.
+	Walk(ctx context.Context, gvk schema.GroupVersionKind, namespace string, fn func(*unstructured.Unstructured)) error
+}
+
+// Walk calls fn with each object of gvk's kind in namespace (in all when
+// empty): through the Walker of c (see As) when there is one, else from a
+// List. Only what every version of an object shares (metadata) is to be
+// read from what fn is given.
+func Walk(ctx context.Context, c Cluster, gvk schema.GroupVersionKind, namespace string, fn func(*unstructured.Unstructured)) error {
+	if w, ok := As[Walker](c); ok {
+		return w.Walk(ctx, gvk, namespace, fn)
+	}
+	objs, err := c.List(ctx, gvk, namespace)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		fn(o)
+	}
+	return nil
+}
+
 // CallCounter is implemented by clusters that count the API requests they
 // make (or, for the in-process cluster, answer).
 type CallCounter interface {

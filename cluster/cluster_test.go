@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -87,5 +88,61 @@ func TestResourceVersion(t *testing.T) {
 	}
 	if v.asked != 3 || v.gets != 0 {
 		t.Errorf("VersionReader asked %d times, Get %d; want 3 and 0", v.asked, v.gets)
+	}
+}
+
+// listing answers List with two objects; walking is a Walker too.
+type listing struct {
+	Cluster
+	lists int
+}
+
+func (l *listing) List(_ context.Context, gvk schema.GroupVersionKind, ns string) ([]*unstructured.Unstructured, error) {
+	l.lists++
+	if gvk.Kind == "Missing" {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "missings"}, "")
+	}
+	var out []*unstructured.Unstructured
+	for _, name := range []string{"a", "b"} {
+		u := &unstructured.Unstructured{}
+		u.SetName(name)
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+type walking struct {
+	listing
+	walks int
+}
+
+func (w *walking) Walk(_ context.Context, _ schema.GroupVersionKind, _ string, fn func(*unstructured.Unstructured)) error {
+	w.walks++
+	u := &unstructured.Unstructured{}
+	u.SetName("walked")
+	fn(u)
+	return nil
+}
+
+// TestWalk: a cluster's Walker answers, through wrappers; without one,
+// List does, its errors passed on.
+func TestWalk(t *testing.T) {
+	ctx := context.Background()
+	gvk := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	names := func(c Cluster, gvk schema.GroupVersionKind) ([]string, error) {
+		var out []string
+		err := Walk(ctx, c, gvk, "", func(o *unstructured.Unstructured) { out = append(out, o.GetName()) })
+		return out, err
+	}
+	l := &listing{}
+	if got, err := names(wrapped{l}, gvk); fmt.Sprint(got) != "[a b]" || err != nil || l.lists != 1 {
+		t.Errorf("without a Walker: %v, %v after %d lists; want [a b] from one List", got, err, l.lists)
+	}
+	if _, err := names(l, schema.GroupVersionKind{Version: "v1", Kind: "Missing"}); !apierrors.IsNotFound(err) {
+		t.Errorf("unknown kind: %v, want NotFound", err)
+	}
+	w := &walking{}
+	if got, err := names(wrapped{wrapped{w}}, gvk); fmt.Sprint(got) != "[walked]" || err != nil || w.walks != 1 || w.lists != 0 {
+		t.Errorf("with a Walker: %v, %v after %d walks and %d lists; want [walked] from one walk", got, err, w.walks, w.lists)
 	}
 }

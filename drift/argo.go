@@ -216,7 +216,8 @@ func (s *ArgoLegacy) Diff(ctx context.Context, desired *unstructured.Unstructure
 		return nil, fmt.Errorf("managedFieldsManagers of %s: %w", cluster.RefOf(desired), err)
 	}
 	opts, n := s.options(ctx, true)
-	with, err := argocd.Diff(config.DeepCopy(), live.DeepCopy(), opts)
+	// config is this call's own copy and not read after: no copy of it.
+	with, err := argocd.Diff(config, live.DeepCopy(), opts)
 	if err != nil {
 		return nil, fmt.Errorf("argocd diff of %s: %w", cluster.RefOf(desired), err)
 	}

@@ -93,7 +93,7 @@ func (d *decoder) decodeAhead(name string, sec section, reserve func(int) bool) 
 	var reserves []int
 	if memo != nil {
 		key = sectionKey(name, sec, opts)
-		if r := memo.remembered(key, opts, reserve); r != nil {
+		if r := memo.remembered(key, sec.line, opts, reserve); r != nil {
 			return r
 		}
 		next := reserve
@@ -111,7 +111,7 @@ func (d *decoder) decodeAhead(name string, sec section, reserve func(int) bool) 
 		r.decodeYAMLDocument(name, doc, sec.line, lastLine)
 	})
 	if memo != nil {
-		memo.remember(key, len(sec.data), r, reserves)
+		memo.remember(key, sec.line, len(sec.data), r, reserves)
 	}
 	return r
 }

@@ -12,10 +12,13 @@ import (
 // Decode and LoadPaths calls given it in Options.Memo, so that a file
 // decoded again with a few documents changed (truce check decodes the
 // file a fix edits for every candidate fix) parses only those. Results do
-// not change: a section is remembered by its bytes, file name, first line
-// and the options its decoding reads, and replayed through the same
-// budget accounting as a section decoded ahead (decodeSections), objects
-// copied (NewSharedMemo: shared). A Memo is safe for concurrent use.
+// not change: a section is remembered by its bytes, file name and the
+// options its decoding reads, and replayed through the same budget
+// accounting as a section decoded ahead (decodeSections), objects copied
+// (NewSharedMemo: shared). A section that moved (a fix added lines above
+// it) is replayed with its lines moved too, unless it decoded with errors,
+// whose messages may quote lines: those are remembered at their line
+// only. A Memo is safe for concurrent use.
 type Memo struct {
 	// shared: the objects remembered are handed out as they are, to
 	// callers that never change them (NewSharedMemo).
@@ -62,6 +65,8 @@ func (m *Memo) objects(objs []Object) []Object {
 // memoEntry is a section decoded ahead: what its decoder recorded, and
 // the alias budget it reserved from its batch, in order.
 type memoEntry struct {
+	// line is the file line the section started on when decoded.
+	line      int
 	objs      []Object
 	errs      []error
 	charges   []charge
@@ -70,7 +75,8 @@ type memoEntry struct {
 	reserves  []int
 }
 
-// sectionKey digests what decoding sec of file name reads.
+// sectionKey digests what decoding sec of file name reads, but for the
+// line it starts on (see memoEntry.line).
 func sectionKey(name string, sec section, opts Options) [sha256.Size]byte {
 	h := sha256.New()
 	str := func(s string) {
@@ -78,7 +84,6 @@ func sectionKey(name string, sec section, opts Options) [sha256.Size]byte {
 		h.Write([]byte(s))
 	}
 	str(name)
-	writeInt(h, int64(sec.line))
 	writeInt(h, opts.MaxFileBytes)
 	writeInt(h, opts.MaxTotalBytes)
 	writeInt(h, int64(opts.MaxDepth))
@@ -132,12 +137,13 @@ func copyObjects(objs []Object) []Object {
 	return out
 }
 
-// remembered returns the decoder of a section decoded ahead before, its
-// alias reservations replayed against this batch's budget (a refused one
-// defers the section, as it did when decoding it), or nil.
-func (m *Memo) remembered(k [sha256.Size]byte, opts Options, reserve func(int) bool) *decoder {
+// remembered returns the decoder of a section starting on line that was
+// decoded ahead before, its alias reservations replayed against this
+// batch's budget (a refused one defers the section, as it did when
+// decoding it), or nil.
+func (m *Memo) remembered(k [sha256.Size]byte, line int, opts Options, reserve func(int) bool) *decoder {
 	e := m.get(k)
-	if e == nil {
+	if e == nil || (e.line != line && len(e.errs) > 0) {
 		return nil
 	}
 	r := &decoder{opts: opts, record: true, reserve: reserve}
@@ -150,18 +156,40 @@ func (m *Memo) remembered(k [sha256.Size]byte, opts Options, reserve func(int) b
 	r.objs = m.objects(e.objs)
 	r.errs = append([]error(nil), e.errs...)
 	r.charges = append([]charge(nil), e.charges...)
+	if delta := line - e.line; delta != 0 {
+		if m.shared { // the entry's slice is handed out: the moved Sources are this call's
+			r.objs = append([]Object(nil), r.objs...)
+		}
+		for i := range r.objs {
+			r.objs[i].Source = moved(r.objs[i].Source, delta)
+		}
+		for i := range r.charges {
+			r.charges[i].src = moved(r.charges[i].src, delta)
+		}
+	}
 	r.aliasLeft = e.aliasLeft
 	r.stopped = e.stopped
 	return r
 }
 
-// remember keeps what r, a section decoded ahead with reservations
-// reserves, decoded to; a deferred section is incomplete and not kept.
-func (m *Memo) remember(k [sha256.Size]byte, size int, r *decoder, reserves []int) {
+// moved is src with its line moved by delta; a Source of the whole file
+// (line 0) stays.
+func moved(src Source, delta int) Source {
+	if src.Line > 0 {
+		src.Line += delta
+	}
+	return src
+}
+
+// remember keeps what r, a section starting on line decoded ahead with
+// reservations reserves, decoded to; a deferred section is incomplete and
+// not kept.
+func (m *Memo) remember(k [sha256.Size]byte, line, size int, r *decoder, reserves []int) {
 	if r.deferred {
 		return
 	}
 	m.put(k, size, &memoEntry{
+		line:      line,
 		objs:      m.objects(r.objs),
 		errs:      append([]error(nil), r.errs...),
 		charges:   append([]charge(nil), r.charges...),

@@ -215,18 +215,20 @@ func (a *ArgoCD) Owned(ctx context.Context, c cluster.Cluster) ([]cluster.Ref, e
 	}
 	var out []cluster.Ref
 	for gvk := range kinds {
-		objs, err := c.List(ctx, gvk, "")
+		// Walked, not listed: the marks are in every version's metadata,
+		// and copying every object of Git's kinds every round was a
+		// large part of a round.
+		err := cluster.Walk(ctx, c, gvk, "", func(o *unstructured.Unstructured) {
+			ref := cluster.Ref{GroupVersionKind: gvk, Namespace: o.GetNamespace(), Name: o.GetName()}
+			if !inGit[ref] && a.tracks(o) {
+				out = append(out, ref)
+			}
+		})
 		if err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
 			return nil, fmt.Errorf("listing %s: %w", gvk.Kind, err)
-		}
-		for _, o := range objs {
-			ref := cluster.RefOf(o)
-			if !inGit[ref] && a.tracks(o) {
-				out = append(out, ref)
-			}
 		}
 	}
 	sortRefs(out)

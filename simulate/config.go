@@ -35,6 +35,11 @@ const (
 
 // IsWritersDocument reports whether obj is a writers document.
 func IsWritersDocument(obj *unstructured.Unstructured) bool {
+	// The kind first: parsing every manifest's apiVersion is what this
+	// cost when called for each object of each candidate fix.
+	if obj.GetKind() != WritersKind {
+		return false
+	}
 	gvk := obj.GroupVersionKind()
 	return gvk.Group == WritersGroup && gvk.Kind == WritersKind
 }
@@ -216,23 +221,28 @@ func DetectWriters(desired []Desired) []Writer {
 	aggregator := false
 	for _, d := range desired {
 		o := d.Object
-		gvk := o.GroupVersionKind()
-		if !aggregator && isAggregatedClusterRole(o) {
+		kind := o.GetKind()
+		if !aggregator && kind == "ClusterRole" && isAggregatedClusterRole(o) {
 			aggregator = true
 			out = append(out, &ClusterRoleAggregator{After: defaultAfter(TypeClusterRoleAggregation),
 				Source: d.Source.String() + " (detected)"})
 		}
-		if gvk.Group == "autoscaling" && gvk.Kind == "HorizontalPodAutoscaler" {
+		if kind == "HorizontalPodAutoscaler" && o.GroupVersionKind().Group == "autoscaling" {
 			if w := hpaWriter(d, desired); w != nil {
 				out = append(out, w)
 			}
 		}
-		for _, a := range injectAnnotations {
-			if _, ok := o.GetAnnotations()[a]; ok {
-				if w := caInjector(d); w != nil {
-					out = append(out, w)
+		switch kind {
+		case "CustomResourceDefinition", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "APIService":
+			// Only the kinds caInjector writes: GetAnnotations copies,
+			// and this runs for every object of each candidate fix.
+			for _, a := range injectAnnotations {
+				if _, ok := o.GetAnnotations()[a]; ok {
+					if w := caInjector(d); w != nil {
+						out = append(out, w)
+					}
+					break
 				}
-				break
 			}
 		}
 	}

@@ -157,17 +157,35 @@ func (c *Cluster) List(ctx context.Context, gvk k8sschema.GroupVersionKind, name
 		return nil, err
 	}
 	var out []*unstructured.Unstructured
-	for _, o := range c.state.Objects() {
-		if o.GroupVersionKind().GroupKind() != gvk.GroupKind() || (namespace != "" && o.GetNamespace() != namespace) {
-			continue
-		}
-		u, err := admission.ConvertTo(o, gvk)
-		if err != nil {
-			return nil, err
+	var err error
+	c.state.Each(gvk.GroupKind(), namespace, func(o *unstructured.Unstructured) bool {
+		var u *unstructured.Unstructured
+		if u, err = admission.ConvertTo(o, gvk); err != nil {
+			return false
 		}
 		out = append(out, u)
+		return true
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// Walk implements cluster.Walker: List without converting and copying
+// the stored objects.
+func (c *Cluster) Walk(ctx context.Context, gvk k8sschema.GroupVersionKind, namespace string, fn func(*unstructured.Unstructured)) error {
+	c.calls.Add(1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := c.groupResource(gvk); err != nil {
+		return err
+	}
+	c.state.Each(gvk.GroupKind(), namespace, func(o *unstructured.Unstructured) bool {
+		fn(o)
+		return true
+	})
+	return nil
 }
 
 // Create admits and stores a new object.
