@@ -213,6 +213,15 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 	cancel := func() { cancelRun(); local.close() }
 	dec := &attributionDecorator{}
 	sources := &policySources{}
+	// Upstream's InitPlugin calls ValidateInitialization, where the policy
+	// plugins start their sources, which wait for their informers by
+	// polling every 100 ms: started and synced before the plugins are
+	// built, they find them synced at once.
+	preparePolicyInformers(factory, names)
+	if _, err := startInformers(ctx, runCtx, factory); err != nil {
+		cancel()
+		return nil, err
+	}
 	plugins, err := newPluginChain(names, pluginDeps{
 		client:          client,
 		dynamicClient:   dyn,
@@ -228,14 +237,6 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 		celEnv:          c.celEnv,
 	})
 	if err != nil {
-		cancel()
-		return nil, err
-	}
-	// The policy plugins' sources wait for their informers from
-	// ValidateInitialization on, polling every 100 ms: started and synced
-	// before, they find them synced at once.
-	preparePolicyInformers(factory, names)
-	if _, err := startInformers(ctx, runCtx, factory); err != nil {
 		cancel()
 		return nil, err
 	}
@@ -255,6 +256,10 @@ func NewChain(ctx context.Context, state *State, opts Options) (*Chain, error) {
 		return nil, err
 	}
 	if err := sources.wait(ctx); err != nil {
+		cancel()
+		return nil, err
+	}
+	if err := c.mirror.delivered(ctx); err != nil {
 		cancel()
 		return nil, err
 	}

@@ -61,6 +61,8 @@ type mirror struct {
 	// informers are the started informers of the plugins' factory, by the
 	// kind they hold.
 	informers map[k8sschema.GroupVersionKind]cache.SharedIndexInformer
+	// handlers are the mirror's registrations on those informers.
+	handlers []cache.ResourceEventHandlerRegistration
 	// changed is closed, and replaced, whenever an informer's store changes.
 	changed chan struct{}
 	// pending are the mirrored writes not yet known to be in the
@@ -107,14 +109,36 @@ func (m *mirror) watch(factory informers.SharedInformerFactory, started map[refl
 			continue
 		}
 		inf := factory.InformerFor(obj, nil)
-		if _, err := inf.AddEventHandler(notify); err != nil {
+		reg, err := inf.AddEventHandler(notify)
+		if err != nil {
 			return fmt.Errorf("watching the admission plugins' %s informer: %w", gvks[0].Kind, err)
 		}
 		m.mu.Lock()
 		for _, gvk := range gvks {
 			m.informers[gvk] = inf
 		}
+		m.handlers = append(m.handlers, reg)
 		m.mu.Unlock()
+	}
+	return nil
+}
+
+// delivered returns once every informer has handed its stored objects to
+// the mirror's handler. The plugins' own handlers (the webhook
+// configuration managers', the policy sources') were added before and are
+// handed the same objects first, almost always finishing first too: the
+// plugins' readiness, which upstream polls every 100 ms, then holds at the
+// first look. It is a hint only: readiness is still the plugins' to say.
+func (m *mirror) delivered(ctx context.Context) error {
+	m.mu.Lock()
+	handlers := slices.Clone(m.handlers)
+	m.mu.Unlock()
+	for _, h := range handlers {
+		select {
+		case <-h.HasSyncedChecker().Done():
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the admission plugins' informers: %w", ctx.Err())
+		}
 	}
 	return nil
 }

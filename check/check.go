@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -58,8 +59,9 @@ type Options struct {
 	// Progress, when set, hears which unit is being simulated and which
 	// fix verified.
 	Progress progress.Sink
-	// Workers is how many problems have their fixes verified at a time
-	// (GOMAXPROCS when 0).
+	// Workers is how many problems have their fixes verified, and how
+	// many independent simulations (clusters) run, at a time (GOMAXPROCS
+	// when 0).
 	Workers int
 }
 
@@ -451,9 +453,12 @@ func (r *Repository) runWorld(ctx context.Context, c cluster.Cluster, setups []*
 }
 
 // simulateAll runs setups on their own manifests: together when the
-// repository was read through its entry points, else each alone. When ctx
-// ends first (the run's time limit), the setups not simulated by then have
-// no result (nil) and the error is nil: what finished is still reported.
+// repository was read through its entry points, else each alone. Groups
+// share no cluster, so opts.Workers of them run at a time (each on its own
+// in-process cluster); the results are the same as one after another
+// (TestWorkersAgree). When ctx ends first (the run's time limit), the
+// setups not simulated by then have no result (nil) and the error is nil:
+// what finished is still reported.
 func (r *Repository) simulateAll(ctx context.Context, setups []*simulate.Setup, opts Options) ([]*simulate.Result, error) {
 	out := make([]*simulate.Result, len(setups))
 	groups := make([][]int, len(setups))
@@ -463,8 +468,13 @@ func (r *Repository) simulateAll(ctx context.Context, setups []*simulate.Setup, 
 	if r.Together() {
 		groups = r.byCluster(setups)
 	}
-	done := 0
-	for _, group := range groups {
+	errs := make([]error, len(groups))
+	var (
+		mu   sync.Mutex
+		done int
+	)
+	simulateGroup := func(g int) {
+		group := groups[g]
 		members := make([]*simulate.Setup, len(group))
 		desired := make([][]simulate.Desired, len(group))
 		objects := 0
@@ -472,7 +482,9 @@ func (r *Repository) simulateAll(ctx context.Context, setups []*simulate.Setup, 
 			members[j], desired[j] = setups[i], setups[i].Desired
 			objects += len(setups[i].Desired)
 		}
+		mu.Lock()
 		event := progress.Event{Stage: progress.Simulating, Done: done, Total: len(setups), Objects: objects}
+		mu.Unlock()
 		if len(group) == 1 {
 			event.Unit = memberLabel(members[0])
 		} else {
@@ -487,18 +499,32 @@ func (r *Repository) simulateAll(ctx context.Context, setups []*simulate.Setup, 
 		}
 		res, err := r.SimulateWorld(ctx, members, desired, o)
 		if ctx.Err() != nil {
-			return out, nil
+			return
 		}
 		if err != nil {
 			if len(group) > 1 {
-				return nil, fmt.Errorf("simulating the units together: %w", err)
+				errs[g] = fmt.Errorf("simulating the units together: %w", err)
+			} else {
+				errs[g] = fmt.Errorf("simulating %s: %w", unitName(members[0].Tool, members[0].Unit), err)
 			}
-			return nil, fmt.Errorf("simulating %s: %w", unitName(members[0].Tool, members[0].Unit), err)
+			return
 		}
 		for j, i := range group {
 			out[i] = res[j]
 		}
+		mu.Lock()
 		done += len(group)
+		mu.Unlock()
+	}
+	each(len(groups), opts.Workers, simulateGroup)
+	if ctx.Err() != nil {
+		return out, nil
+	}
+	// The first group's error, where one after another would have stopped.
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

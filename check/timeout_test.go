@@ -67,7 +67,9 @@ func TestRunCutShort(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			sink := &cancelAt{stop: tt.stop, cancel: cancel}
-			opts := Options{Progress: sink}
+			// One unit at a time, so that "before the second unit" is a
+			// moment of the run.
+			opts := Options{Progress: sink, Workers: 1}
 			out, err := Check(ctx, in, opts, NewLoader(Sources{Repository: []string{"../examples/image-mirror"}}, in), nil)
 			if err != nil {
 				t.Fatal(err)

@@ -24,16 +24,9 @@ type problem struct {
 // outcome is the same as one after another (TestWorkersAgree).
 func (r *Repository) verifyAll(ctx context.Context, problems []problem, opts Options, load Loader, files *fix.Files) []*ProblemFixes {
 	out := make([]*ProblemFixes, len(problems))
-	workers := opts.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	workers = min(workers, len(problems))
 	var (
 		mu       sync.Mutex
 		verified int
-		next     = make(chan int)
-		wg       sync.WaitGroup
 	)
 	started := func(p problem) {
 		if load == nil {
@@ -44,22 +37,37 @@ func (r *Repository) verifyAll(ctx context.Context, problems []problem, opts Opt
 		progress.Report(opts.Progress, progress.Event{Stage: progress.Verifying, Done: verified, Total: len(problems), Unit: p.object.Ref.String()})
 		verified++
 	}
+	each(len(problems), opts.Workers, func(i int) {
+		started(problems[i])
+		out[i] = r.fixes(ctx, problems[i].setup, problems[i].object, opts, load, files)
+	})
+	return out
+}
+
+// each calls do(0) … do(n-1), workers of them at a time (GOMAXPROCS when
+// workers <= 0), in order of i as each worker frees, and returns when all
+// have returned.
+func each(n, workers int, do func(i int)) {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = min(workers, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				started(problems[i])
-				out[i] = r.fixes(ctx, problems[i].setup, problems[i].object, opts, load, files)
+				do(i)
 			}
 		}()
 	}
-	for i := range problems {
+	for i := range n {
 		next <- i
 	}
 	close(next)
 	wg.Wait()
-	return out
 }
 
 // Scopes remembers which kinds are namespaced, for the repositories a

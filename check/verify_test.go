@@ -3,6 +3,7 @@ package check
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/truce-dev/truce/manifest"
 	"github.com/truce-dev/truce/render/world"
+	"github.com/truce-dev/truce/report"
 	"github.com/truce-dev/truce/simulate"
 )
 
@@ -132,4 +134,61 @@ func outcomeText(t *testing.T, o *Outcome) string {
 		t.Fatal(err)
 	}
 	return uids.ReplaceAllString(string(b), "X")
+}
+
+// TestSimulateAllWorkersAgree: simulating independent groups of setups at
+// a time (each on its own cluster) gives every setup the result it gets
+// when they run one after another.
+func TestSimulateAllWorkersAgree(t *testing.T) {
+	ctx := context.Background()
+	concurrent := 0
+	for name, dir := range realisticRepositories(t) {
+		t.Run(name, func(t *testing.T) {
+			in, opts := loadRealistic(t, dir)
+			var outs [2][]string
+			for i, workers := range []int{1, 4} {
+				r, err := Prepare(ctx, in, opts, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				setups, err := r.Setups()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if i == 0 && (!r.Together() && len(setups) > 1 || r.Together() && len(r.byCluster(setups)) > 1) {
+					concurrent++
+				}
+				o := opts
+				o.Workers = workers
+				results, err := r.simulateAll(ctx, setups, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for j, res := range results {
+					text, err := json.Marshal(struct {
+						Tool, Unit, Settings string
+						Objects              []report.Object
+					}{res.Tool, res.Unit, res.Settings, reportObjects(res)})
+					if err != nil {
+						t.Fatal(err)
+					}
+					outs[i] = append(outs[i], fmt.Sprintf("%d %s", j, uids.ReplaceAll(text, []byte("UID"))))
+				}
+			}
+			if !slices.Equal(outs[0], outs[1]) {
+				t.Errorf("one at a time:\n%s\nfour at a time:\n%s", strings.Join(outs[0], "\n"), strings.Join(outs[1], "\n"))
+			}
+		})
+	}
+	if concurrent == 0 {
+		t.Error("no repository has independent groups to simulate at a time")
+	}
+}
+
+func reportObjects(res *simulate.Result) []report.Object {
+	var out []report.Object
+	for _, o := range res.Objects {
+		out = append(out, reportObject(o, res))
+	}
+	return out
 }

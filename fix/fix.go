@@ -33,6 +33,7 @@ import (
 	"github.com/truce-dev/truce/drift"
 	"github.com/truce-dev/truce/fix/yamledit"
 	"github.com/truce-dev/truce/gitops"
+	"github.com/truce-dev/truce/internal/unidiff"
 	"github.com/truce-dev/truce/manifest"
 	"github.com/truce-dev/truce/render/world"
 	"github.com/truce-dev/truce/simulate"
@@ -178,11 +179,7 @@ func (c *Candidate) Diff(path string) string {
 	if c.Before[path] == nil {
 		from = "/dev/null"
 	}
-	d, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-		A: difflib.SplitLines(before), B: difflib.SplitLines(string(c.Content(path))),
-		FromFile: from, ToFile: path, Context: 3,
-	})
-	return d
+	return unidiff.Diff(difflib.SplitLines(before), difflib.SplitLines(string(c.Content(path))), from, path, 3)
 }
 
 // Reader reads the user's files; os.ReadFile by default.

@@ -10,8 +10,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/pmezard/go-difflib/difflib"
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/truce-dev/truce/internal/unidiff"
 )
 
 // MaxFileBytes is the largest file Parse accepts.
@@ -190,17 +191,7 @@ func (f *File) Diff() string {
 }
 
 func unifiedDiff(name string, a, b []byte) string {
-	s, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-		A:        diffLines(a),
-		B:        diffLines(b),
-		FromFile: "a/" + name,
-		ToFile:   "b/" + name,
-		Context:  3,
-	})
-	if err != nil {
-		return ""
-	}
-	return s
+	return unidiff.Diff(diffLines(a), diffLines(b), "a/"+name, "b/"+name, 3)
 }
 
 // diffLines splits text into lines that keep their line breaks; a last line

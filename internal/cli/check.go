@@ -148,8 +148,19 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return readError(r, err)
 	}
-	var outcome *check.Outcome
 	var checked []manifest.Object
+	for _, req := range reqs {
+		checked = append(append(checked, req.Input.Repository...), req.Input.Cluster...)
+	}
+	// Lint reads the same objects and no result of the check: it runs
+	// beside the simulations. It is quick and bounded by the input, so it
+	// runs to its end even when the time limit cuts the simulations short,
+	// and the report is whole.
+	lintCtx, stopLint := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopLint()
+	linted := make(chan lintOutcome, 1)
+	go func() { linted <- lintChecked(lintCtx, checked) }()
+	var outcome *check.Outcome
 	for _, req := range reqs {
 		req.Options.Simulation = simulate.Options{Window: o.window, MaxRounds: o.rounds}
 		req.Options.Progress = r.sink
@@ -164,11 +175,8 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 			outcome.Report.Runs = append(outcome.Report.Runs, got.Report.Runs...)
 			outcome.Report.Findings = append(outcome.Report.Findings, got.Report.Findings...)
 		}
-		checked = append(append(checked, req.Input.Repository...), req.Input.Cluster...)
 	}
-	// Lint is quick and bounded by the input: it runs even when the time
-	// limit cut the simulations short, so that the report is whole.
-	if err := addLintFindings(context.WithoutCancel(ctx), outcome.Report, checked); err != nil {
+	if err := addLintFindings(outcome.Report, <-linted); err != nil {
 		return err
 	}
 	r.stop()
@@ -250,19 +258,33 @@ func loadCheckRequest(ctx context.Context, cmd *cobra.Command, cf *clusterFlags,
 	}, nil
 }
 
-// addLintFindings adds truce lint's findings on the same objects to the
-// report's findings (the loop rule is what the check itself reports).
-func addLintFindings(ctx context.Context, r *treport.Report, objs []manifest.Object) error {
+// lintOutcome is what truce lint found on a check's objects.
+type lintOutcome struct {
+	findings []lint.Finding
+	err      error
+	// cancelled: the run was interrupted, not refused by lint.
+	cancelled bool
+}
+
+// lintChecked runs truce lint on the objects a check reads (the loop rule is
+// what the check itself reports).
+func lintChecked(ctx context.Context, objs []manifest.Object) lintOutcome {
 	findings, err := lint.Run(ctx, &lint.Input{Objects: objs}, lint.Options{Disable: []string{lint.RuleAdmissionGitOpsLoop}})
-	if err != nil {
-		if ctx.Err() != nil {
-			return err
+	return lintOutcome{findings: findings, err: err, cancelled: err != nil && ctx.Err() != nil}
+}
+
+// addLintFindings adds truce lint's findings on the same objects to the
+// report's findings, except those the check reported already.
+func addLintFindings(r *treport.Report, l lintOutcome) error {
+	if l.err != nil {
+		if l.cancelled {
+			return l.err
 		}
 		// The check's own verdicts stand without the lint findings.
-		r.Findings = append(r.Findings, treport.Finding{Message: "truce lint could not run on these files: " + err.Error()})
+		r.Findings = append(r.Findings, treport.Finding{Message: "truce lint could not run on these files: " + l.err.Error()})
 		return nil
 	}
-	for _, f := range findings {
+	for _, f := range l.findings {
 		source := f.Source
 		if source == "" {
 			source = f.Object

@@ -1,0 +1,112 @@
+// Package unidiff writes unified diffs of text with difflib's matcher,
+// fast on large files with small edits.
+package unidiff
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+)
+
+// Diff returns the unified diff from a to b (lines with their line ends,
+// as difflib.SplitLines gives them) with context lines around each change,
+// in the form difflib.GetUnifiedDiffString writes; "" when they are equal.
+// The lines a and b share at both ends are left out of the matching:
+// difflib indexes every line of b and matches in quadratic time at worst,
+// so a one-line fix of a file of 80,000 lines would otherwise cost the
+// file. Within the rest, difflib's matcher decides.
+func Diff(a, b []string, from, to string, context int) string {
+	pre := 0
+	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
+		pre++
+	}
+	suf := 0
+	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
+		suf++
+	}
+	if pre == len(a) && pre == len(b) {
+		return ""
+	}
+	codes := []difflib.OpCode{{Tag: 'e', I1: 0, I2: pre, J1: 0, J2: pre}}
+	for _, c := range difflib.NewMatcher(a[pre:len(a)-suf], b[pre:len(b)-suf]).GetOpCodes() {
+		codes = append(codes, difflib.OpCode{Tag: c.Tag, I1: pre + c.I1, I2: pre + c.I2, J1: pre + c.J1, J2: pre + c.J2})
+	}
+	codes = append(codes, difflib.OpCode{Tag: 'e', I1: len(a) - suf, I2: len(a), J1: len(b) - suf, J2: len(b)})
+	var w strings.Builder
+	fmt.Fprintf(&w, "--- %s\n+++ %s\n", from, to)
+	for _, g := range groups(codes, context) {
+		first, last := g[0], g[len(g)-1]
+		fmt.Fprintf(&w, "@@ -%s +%s @@\n", lineRange(first.I1, last.I2), lineRange(first.J1, last.J2))
+		for _, c := range g {
+			if c.Tag == 'e' {
+				writeLines(&w, " ", a[c.I1:c.I2])
+				continue
+			}
+			if c.Tag == 'r' || c.Tag == 'd' {
+				writeLines(&w, "-", a[c.I1:c.I2])
+			}
+			if c.Tag == 'r' || c.Tag == 'i' {
+				writeLines(&w, "+", b[c.J1:c.J2])
+			}
+		}
+	}
+	return w.String()
+}
+
+// groups cuts opcodes into hunks as difflib's GetGroupedOpCodes does: at
+// most n equal lines before and after each change, a new hunk where more
+// than 2n equal lines part two changes. Equal opcodes of no lines (the
+// ends Diff adds) are dropped first.
+func groups(codes []difflib.OpCode, n int) [][]difflib.OpCode {
+	var kept []difflib.OpCode
+	for _, c := range codes {
+		if c.Tag == 'e' && c.I1 == c.I2 {
+			continue
+		}
+		kept = append(kept, c)
+	}
+	codes = kept
+	if first := &codes[0]; first.Tag == 'e' {
+		first.I1, first.J1 = max(first.I1, first.I2-n), max(first.J1, first.J2-n)
+	}
+	if last := &codes[len(codes)-1]; last.Tag == 'e' {
+		last.I2, last.J2 = min(last.I2, last.I1+n), min(last.J2, last.J1+n)
+	}
+	var out [][]difflib.OpCode
+	var group []difflib.OpCode
+	for _, c := range codes {
+		if c.Tag == 'e' && c.I2-c.I1 > 2*n {
+			group = append(group, difflib.OpCode{Tag: 'e', I1: c.I1, I2: min(c.I2, c.I1+n), J1: c.J1, J2: min(c.J2, c.J1+n)})
+			out = append(out, group)
+			group = nil
+			c.I1, c.J1 = max(c.I1, c.I2-n), max(c.J1, c.J2-n)
+		}
+		group = append(group, c)
+	}
+	if len(group) > 0 && !(len(group) == 1 && group[0].Tag == 'e') {
+		out = append(out, group)
+	}
+	return out
+}
+
+func writeLines(w *strings.Builder, prefix string, lines []string) {
+	for _, l := range lines {
+		w.WriteString(prefix)
+		w.WriteString(l)
+	}
+}
+
+// lineRange is a hunk's range of lines [start, stop) as unified diffs
+// write it: from line 1, the length left out when it is 1, and an empty
+// range at the line before it.
+func lineRange(start, stop int) string {
+	begin, length := start+1, stop-start
+	switch length {
+	case 1:
+		return fmt.Sprintf("%d", begin)
+	case 0:
+		begin--
+	}
+	return fmt.Sprintf("%d,%d", begin, length)
+}
