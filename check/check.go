@@ -22,6 +22,7 @@ import (
 	"github.com/truce-dev/truce/cluster/memory"
 	"github.com/truce-dev/truce/drift/ignore"
 	"github.com/truce-dev/truce/gitops"
+	"github.com/truce-dev/truce/internal/parallel"
 	"github.com/truce-dev/truce/manifest"
 	"github.com/truce-dev/truce/progress"
 	"github.com/truce-dev/truce/render/world"
@@ -516,7 +517,7 @@ func (r *Repository) simulateAll(ctx context.Context, setups []*simulate.Setup, 
 		done += len(group)
 		mu.Unlock()
 	}
-	each(len(groups), opts.Workers, simulateGroup)
+	parallel.Each(len(groups), opts.Workers, simulateGroup)
 	if ctx.Err() != nil {
 		return out, nil
 	}

@@ -2,12 +2,12 @@ package check
 
 import (
 	"context"
-	"runtime"
 	"sync"
 
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/truce-dev/truce/fix"
+	"github.com/truce-dev/truce/internal/parallel"
 	"github.com/truce-dev/truce/progress"
 	"github.com/truce-dev/truce/simulate"
 )
@@ -37,37 +37,11 @@ func (r *Repository) verifyAll(ctx context.Context, problems []problem, opts Opt
 		progress.Report(opts.Progress, progress.Event{Stage: progress.Verifying, Done: verified, Total: len(problems), Unit: p.object.Ref.String()})
 		verified++
 	}
-	each(len(problems), opts.Workers, func(i int) {
+	parallel.Each(len(problems), opts.Workers, func(i int) {
 		started(problems[i])
 		out[i] = r.fixes(ctx, problems[i].setup, problems[i].object, opts, load, files)
 	})
 	return out
-}
-
-// each calls do(0) … do(n-1), workers of them at a time (GOMAXPROCS when
-// workers <= 0), in order of i as each worker frees, and returns when all
-// have returned.
-func each(n, workers int, do func(i int)) {
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	workers = min(workers, n)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				do(i)
-			}
-		}()
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
 }
 
 // Scopes remembers which kinds are namespaced, for the repositories a

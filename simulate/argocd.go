@@ -17,6 +17,7 @@ import (
 	"github.com/truce-dev/truce/drift"
 	"github.com/truce-dev/truce/drift/argocd"
 	"github.com/truce-dev/truce/drift/ignore"
+	"github.com/truce-dev/truce/internal/parallel"
 )
 
 // ArgoManager is the field manager Argo CD's application controller writes
@@ -89,6 +90,9 @@ type ArgoCD struct {
 	// cache holds the last comparison per object with the live
 	// resourceVersion it was made against.
 	cache map[cluster.Ref]cached
+	// compareWorkers is how many legacy diffs run at a time (GOMAXPROCS
+	// when 0); tests set it to compare with one at a time.
+	compareWorkers int
 }
 
 type cached struct {
@@ -173,13 +177,22 @@ func (a *ArgoCD) strategy(ctx context.Context, c cluster.Cluster) drift.Strategy
 }
 
 // Compare implements Tool: the strategy's diff of every object of Git,
-// reusing the last one while the live object has not changed.
+// reusing the last one while the live object has not changed. Legacy
+// diffs only read the cluster, so the objects that need one are diffed
+// GOMAXPROCS at a time (the first round diffs every object); server-side
+// diffs write dry runs and go one at a time.
 func (a *ArgoCD) Compare(ctx context.Context, c cluster.Cluster) (map[cluster.Ref]*drift.Object, error) {
 	if a.cache == nil {
 		a.cache = map[cluster.Ref]cached{}
 	}
 	s := a.strategy(ctx, c)
 	out := make(map[cluster.Ref]*drift.Object, len(a.Desired))
+	type miss struct {
+		d   Desired
+		ref cluster.Ref
+		rv  string
+	}
+	var misses []miss
 	for _, d := range a.Desired {
 		ref := cluster.RefOf(d.Object)
 		rv, hit, err := lookupCache(ctx, c, a.cache, ref)
@@ -190,13 +203,25 @@ func (a *ArgoCD) Compare(ctx context.Context, c cluster.Cluster) (map[cluster.Re
 			out[ref] = hit
 			continue
 		}
-		o, err := s.Diff(ctx, d.Object)
-		if err != nil {
-			return nil, err
+		misses = append(misses, miss{d, ref, rv})
+	}
+	workers := a.compareWorkers
+	if a.ServerSideDiff {
+		workers = 1
+	}
+	diffs := make([]*drift.Object, len(misses))
+	errs := make([]error, len(misses))
+	parallel.Each(len(misses), workers, func(i int) {
+		diffs[i], errs[i] = s.Diff(ctx, misses[i].d.Object)
+	})
+	for i, m := range misses {
+		if errs[i] != nil {
+			return nil, errs[i]
 		}
-		o.Source = d.Source.String()
-		a.cache[ref] = cached{rv: rv, obj: o}
-		out[ref] = o
+		o := diffs[i]
+		o.Source = m.d.Source.String()
+		a.cache[m.ref] = cached{rv: m.rv, obj: o}
+		out[m.ref] = o
 	}
 	return out, nil
 }

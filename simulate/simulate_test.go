@@ -3,9 +3,14 @@ package simulate
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/truce-dev/truce/drift/ignore"
 )
 
 const shop = `apiVersion: v1
@@ -164,5 +169,48 @@ func TestExtrapolationCountsTheWholeWindow(t *testing.T) {
 					predicted, len(res.Writes), res.Simulated, full)
 			}
 		})
+	}
+}
+
+// TestArgoCompareWorkersAgree: diffing the objects of a round several at a
+// time gives the simulation of diffing them one after another — loops,
+// syncs and every write — for Deployments the mirror policy rewrites and
+// objects it leaves alone, with and without ignore rules.
+func TestArgoCompareWorkersAgree(t *testing.T) {
+	var git strings.Builder
+	for i := range 24 {
+		fmt.Fprintf(&git, "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web-%d, namespace: shop}\n"+
+			"spec:\n  replicas: 2\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n"+
+			"    spec:\n      containers:\n      - {name: nginx, image: \"%s\"}\n", i, []string{"nginx:1.27", "registry.internal/nginx:1.27"}[i%2])
+		fmt.Fprintf(&git, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-%d, namespace: shop}\ndata: {k: v}\n", i)
+	}
+	rules, err := ignore.Compile([]ignore.Rule{{Tool: ignore.ArgoCD, Target: ignore.Target{Group: "apps", Kind: "Deployment", Name: "web-3"},
+		JSONPointers: []string{"/spec/template/spec/containers/0/image"}}}, ignore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uids := regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	run := func(workers int) string {
+		d := desiredOf(t, git.String())
+		tool := &ArgoCD{App: "shop", Automated: true, SelfHeal: true, Desired: d, Rules: rules, compareWorkers: workers}
+		res, err := Run(context.Background(), newCluster(t, shop+"---\n"+mirrorPolicy), tool, nil, d, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(struct {
+			Objects []*Object
+			Rounds  int
+		}{res.Objects, len(res.Rounds)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return uids.ReplaceAllString(string(b), "UID")
+	}
+	one, four := run(1), run(4)
+	if one != four {
+		t.Errorf("one at a time:\n%s\nfour at a time:\n%s", one, four)
+	}
+	if !strings.Contains(one, `"Loop"`) || !strings.Contains(one, `"Synced"`) {
+		t.Errorf("want loops and synced objects both: %s", one)
 	}
 }
