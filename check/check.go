@@ -457,7 +457,7 @@ func (r *Repository) runWorld(ctx context.Context, c cluster.Cluster, setups []*
 // repository was read through its entry points, else each alone. Groups
 // share no cluster, so opts.Workers of them run at a time (each on its own
 // in-process cluster); the results are the same as one after another
-// (TestWorkersAgree). When ctx ends first (the run's time limit), the
+// (TestSimulateAllWorkersAgree). When ctx ends first (the run's time limit), the
 // setups not simulated by then have no result (nil) and the error is nil:
 // what finished is still reported.
 func (r *Repository) simulateAll(ctx context.Context, setups []*simulate.Setup, opts Options) ([]*simulate.Result, error) {

@@ -46,6 +46,20 @@ func realisticRepositories(t *testing.T) map[string]string {
 	return dirs
 }
 
+// prepared is Prepare of in and the repository's setups.
+func prepared(t *testing.T, in Input, opts Options) (*Repository, []*simulate.Setup) {
+	t.Helper()
+	r, err := Prepare(context.Background(), in, opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setups, err := r.Setups()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, setups
+}
+
 func loadRealistic(t *testing.T, dir string) (Input, Options) {
 	t.Helper()
 	objs, err := manifest.LoadPaths(context.Background(), []string{dir}, manifest.DefaultOptions())
@@ -99,14 +113,7 @@ func TestPrepareReplacedMatchesPrepare(t *testing.T) {
 			ctx := context.Background()
 			in, opts := loadRealistic(t, dir)
 			load := NewLoader(Sources{Repository: []string{dir}}, in)
-			r, err := Prepare(ctx, in, opts, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			setups, err := r.Setups()
-			if err != nil {
-				t.Fatal(err)
-			}
+			r, setups := prepared(t, in, opts)
 			results, err := r.simulateAll(ctx, setups, opts)
 			if err != nil {
 				t.Fatal(err)
@@ -226,14 +233,7 @@ func TestCompactKeepsReport(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			in, opts := loadRealistic(t, dir)
-			r, err := Prepare(ctx, in, opts, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			setups, err := r.Setups()
-			if err != nil {
-				t.Fatal(err)
-			}
+			r, setups := prepared(t, in, opts)
 			results, err := r.simulateAll(ctx, setups, opts)
 			if err != nil {
 				t.Fatal(err)

@@ -147,14 +147,7 @@ func TestSimulateAllWorkersAgree(t *testing.T) {
 			in, opts := loadRealistic(t, dir)
 			var outs [2][]string
 			for i, workers := range []int{1, 4} {
-				r, err := Prepare(ctx, in, opts, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				setups, err := r.Setups()
-				if err != nil {
-					t.Fatal(err)
-				}
+				r, setups := prepared(t, in, opts)
 				if i == 0 && (!r.Together() && len(setups) > 1 || r.Together() && len(r.byCluster(setups)) > 1) {
 					concurrent++
 				}

@@ -158,15 +158,7 @@ func (c *Candidate) Compact() {
 		c.edits = make(map[string]edit, len(c.Files))
 	}
 	for p, data := range c.Files {
-		old := c.Before[p]
-		start := 0
-		for start < len(old) && start < len(data) && old[start] == data[start] {
-			start++
-		}
-		end := 0
-		for end < len(old)-start && end < len(data)-start && old[len(old)-1-end] == data[len(data)-1-end] {
-			end++
-		}
+		start, end := unidiff.CommonEnds(c.Before[p], data)
 		c.edits[p] = edit{start: start, end: end, middle: bytes.Clone(data[start : len(data)-end])}
 	}
 	c.Files = nil

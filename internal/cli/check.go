@@ -176,9 +176,7 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 			outcome.Report.Findings = append(outcome.Report.Findings, got.Report.Findings...)
 		}
 	}
-	if err := addLintFindings(outcome.Report, <-linted); err != nil {
-		return err
-	}
+	addLintFindings(outcome.Report, <-linted)
 	r.stop()
 	var engines []admission.PolicyEngine
 	for _, req := range reqs {
@@ -262,27 +260,23 @@ func loadCheckRequest(ctx context.Context, cmd *cobra.Command, cf *clusterFlags,
 type lintOutcome struct {
 	findings []lint.Finding
 	err      error
-	// cancelled: the run was interrupted, not refused by lint.
-	cancelled bool
 }
 
 // lintChecked runs truce lint on the objects a check reads (the loop rule is
 // what the check itself reports).
 func lintChecked(ctx context.Context, objs []manifest.Object) lintOutcome {
 	findings, err := lint.Run(ctx, &lint.Input{Objects: objs}, lint.Options{Disable: []string{lint.RuleAdmissionGitOpsLoop}})
-	return lintOutcome{findings: findings, err: err, cancelled: err != nil && ctx.Err() != nil}
+	return lintOutcome{findings: findings, err: err}
 }
 
 // addLintFindings adds truce lint's findings on the same objects to the
-// report's findings, except those the check reported already.
-func addLintFindings(r *treport.Report, l lintOutcome) error {
+// report's findings, except those the check reported already. Lint runs
+// on a context only the end of the command cancels, so an error is lint's
+// refusal: the check's own verdicts stand without its findings.
+func addLintFindings(r *treport.Report, l lintOutcome) {
 	if l.err != nil {
-		if l.cancelled {
-			return l.err
-		}
-		// The check's own verdicts stand without the lint findings.
 		r.Findings = append(r.Findings, treport.Finding{Message: "truce lint could not run on these files: " + l.err.Error()})
-		return nil
+		return
 	}
 	for _, f := range l.findings {
 		source := f.Source
@@ -295,7 +289,6 @@ func addLintFindings(r *treport.Report, l lintOutcome) error {
 		r.Findings = append(r.Findings, treport.Finding{Source: source,
 			Message: fmt.Sprintf("%s %s: %s. Fix: %s", f.Severity, f.Rule, f.Message, f.Fix)})
 	}
-	return nil
 }
 
 // reportedByCheck reports whether the check's own ignore-rule findings

@@ -17,14 +17,7 @@ import (
 // so a one-line fix of a file of 80,000 lines would otherwise cost the
 // file. Within the rest, difflib's matcher decides.
 func Diff(a, b []string, from, to string, context int) string {
-	pre := 0
-	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
-		pre++
-	}
-	suf := 0
-	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
-		suf++
-	}
+	pre, suf := CommonEnds(a, b)
 	if pre == len(a) && pre == len(b) {
 		return ""
 	}
@@ -52,6 +45,18 @@ func Diff(a, b []string, from, to string, context int) string {
 		}
 	}
 	return w.String()
+}
+
+// CommonEnds returns how many elements a and b share at their start, and
+// then how many more at their end (never counting one twice).
+func CommonEnds[E comparable](a, b []E) (start, end int) {
+	for start < len(a) && start < len(b) && a[start] == b[start] {
+		start++
+	}
+	for end < len(a)-start && end < len(b)-start && a[len(a)-1-end] == b[len(b)-1-end] {
+		end++
+	}
+	return start, end
 }
 
 // groups cuts opcodes into hunks as difflib's GetGroupedOpCodes does: at

@@ -169,3 +169,22 @@ func BenchmarkDiff(b *testing.B) {
 		}
 	})
 }
+
+func TestCommonEnds(t *testing.T) {
+	for _, tt := range []struct {
+		a, b       string
+		start, end int
+	}{
+		{"", "", 0, 0},
+		{"abc", "abc", 3, 0},
+		{"abXc", "abYc", 2, 1},
+		{"aa", "aaa", 2, 0}, // the shared a's are counted at the start only
+		{"xab", "yab", 0, 2},
+		{"abc", "", 0, 0},
+	} {
+		start, end := CommonEnds([]byte(tt.a), []byte(tt.b))
+		if start != tt.start || end != tt.end {
+			t.Errorf("CommonEnds(%q, %q) = %d, %d; want %d, %d", tt.a, tt.b, start, end, tt.start, tt.end)
+		}
+	}
+}
