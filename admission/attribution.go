@@ -21,6 +21,10 @@ type recorder struct {
 	steps            []step
 	annotations      map[string]string
 	unpredictable    []string
+	// snapshot is a copy of snapshotOf as the last mutating plugin left it:
+	// most plugins leave most objects alone, so one copy serves as the
+	// "before" of every plugin until one of them changes the object.
+	snapshot, snapshotOf runtime.Object
 }
 
 type step struct {
@@ -112,7 +116,7 @@ func (a *attributedMutator) Admit(ctx context.Context, attrs k8sadmission.Attrib
 	if rec == nil || obj == nil || !a.Handles(attrs.GetOperation()) {
 		return a.MutationInterface.Admit(ctx, attrs, o)
 	}
-	before := obj.DeepCopyObject()
+	before := rec.before(obj)
 	err := a.MutationInterface.Admit(ctx, attrs, o)
 	// reflect.DeepEqual is several times cheaper than semantic equality; a
 	// difference only in how a quantity is cached is dropped later, when
@@ -122,11 +126,30 @@ func (a *attributedMutator) Admit(ctx context.Context, attrs k8sadmission.Attrib
 		if attrs.GetReinvocationContext().IsReinvoke() {
 			round = 1
 		}
-		rec.mu.Lock()
-		rec.steps = append(rec.steps, step{plugin: a.name, round: round, before: before, after: after.DeepCopyObject()})
-		rec.mu.Unlock()
+		rec.changed(step{plugin: a.name, round: round, before: before, after: after.DeepCopyObject()}, after)
 	}
 	return err
+}
+
+// before returns a copy of obj as it is now, the snapshot when it is of obj
+// (no plugin changed obj since the snapshot was taken: each change is
+// recorded with a new one).
+func (r *recorder) before(obj runtime.Object) runtime.Object {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.snapshotOf != obj || r.snapshot == nil {
+		r.snapshot, r.snapshotOf = obj.DeepCopyObject(), obj
+	}
+	return r.snapshot
+}
+
+// changed records a step that changed obj; its after copy is the snapshot
+// of obj from now on. Steps share snapshots and must not change them.
+func (r *recorder) changed(s step, obj runtime.Object) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.steps = append(r.steps, s)
+	r.snapshot, r.snapshotOf = s.after, obj
 }
 
 type attributedMutatingValidator struct {

@@ -21,6 +21,29 @@ func withSchemeDefaults(data []byte, typed runtime.Object) ([]byte, error) {
 	defaulted := typed.DeepCopyObject()
 	defaultsScheme.Default(defaulted)
 
+	// Stored objects come defaulted: then the two encodings are equal and
+	// the patch is "{}" without computing it.
+	patch := []byte("{}")
+	if !reflect.DeepEqual(typed, defaulted) {
+		var err error
+		if patch, err = defaultsPatch(typed, defaulted); err != nil {
+			return nil, err
+		}
+	}
+	patched, err := strategicpatch.StrategicMergePatch(data, patch, typed.DeepCopyObject())
+	if err != nil {
+		return nil, fmt.Errorf("applying defaults patch: %w", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(patched, &m); err != nil {
+		return nil, fmt.Errorf("decoding defaulted object: %w", err)
+	}
+	return json.Marshal(m)
+}
+
+// defaultsPatch is the two-way strategic merge patch from typed to
+// defaulted.
+func defaultsPatch(typed, defaulted runtime.Object) ([]byte, error) {
 	before, err := json.Marshal(typed)
 	if err != nil {
 		return nil, fmt.Errorf("encoding object: %w", err)
@@ -33,15 +56,7 @@ func withSchemeDefaults(data []byte, typed runtime.Object) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("computing defaults patch: %w", err)
 	}
-	patched, err := strategicpatch.StrategicMergePatch(data, patch, typed.DeepCopyObject())
-	if err != nil {
-		return nil, fmt.Errorf("applying defaults patch: %w", err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(patched, &m); err != nil {
-		return nil, fmt.Errorf("decoding defaulted object: %w", err)
-	}
-	return json.Marshal(m)
+	return patch, nil
 }
 
 // remarshal re-encodes an object through its Go struct when it is a built-in
