@@ -28,8 +28,6 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/pmezard/go-difflib/difflib"
-
 	"github.com/truce-dev/truce/drift"
 	"github.com/truce-dev/truce/fix/yamledit"
 	"github.com/truce-dev/truce/gitops"
@@ -166,12 +164,11 @@ func (c *Candidate) Compact() {
 
 // Diff is a unified diff of one file the fix writes.
 func (c *Candidate) Diff(path string) string {
-	before := string(c.Before[path])
 	from := path
 	if c.Before[path] == nil {
 		from = "/dev/null"
 	}
-	return unidiff.Diff(difflib.SplitLines(before), difflib.SplitLines(string(c.Content(path))), from, path, 3)
+	return unidiff.DiffBytes(c.Before[path], c.Content(path), from, path, 3)
 }
 
 // Reader reads the user's files; os.ReadFile by default.

@@ -3,6 +3,7 @@
 package unidiff
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 
@@ -17,6 +18,93 @@ import (
 // so a one-line fix of a file of 80,000 lines would otherwise cost the
 // file. Within the rest, difflib's matcher decides.
 func Diff(a, b []string, from, to string, context int) string {
+	return diff(a, b, from, to, context, 0)
+}
+
+// DiffBytes is Diff of difflib.SplitLines(string(a)) and
+// difflib.SplitLines(string(b)), splitting only the part of the texts
+// around what differs: the lines both share at the start and at the end
+// beyond the context are neither copied nor split, so a small edit of a
+// large file costs the edit.
+func DiffBytes(a, b []byte, from, to string, context int) string {
+	if bytes.Equal(a, b) {
+		return ""
+	}
+	// Whole lines both share at the start: up to the last line end in
+	// their common bytes.
+	p := commonPrefix(a, b)
+	pre := bytes.LastIndexByte(a[:p], '\n') + 1
+	start := pre
+	for range context {
+		if start == 0 {
+			break
+		}
+		start = bytes.LastIndexByte(a[:start-1], '\n') + 1
+	}
+	// Whole lines both share at the end: from the first line end inside
+	// their common bytes (after the shared start), so that what precedes
+	// them ends a line on both sides.
+	s := commonSuffix(a[p:], b[p:])
+	end := len(a)
+	if i := bytes.IndexByte(a[len(a)-s:], '\n'); i >= 0 {
+		end = len(a) - s + i + 1
+		for range context {
+			if end == len(a) {
+				break
+			}
+			if j := bytes.IndexByte(a[end:], '\n'); j >= 0 {
+				end += j + 1
+			} else {
+				end = len(a)
+			}
+		}
+	}
+	cut := len(a) - end
+	offset := bytes.Count(a[:start], []byte{'\n'})
+	return diff(windowLines(a[start:end], end == len(a)), windowLines(b[start:len(b)-cut], cut == 0), from, to, context, offset)
+}
+
+// commonPrefix is how many bytes a and b share at their start, compared a
+// block at a time (bytes.Equal is vectorised).
+func commonPrefix(a, b []byte) int {
+	const block = 256
+	n := 0
+	for n+block <= min(len(a), len(b)) && bytes.Equal(a[n:n+block], b[n:n+block]) {
+		n += block
+	}
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+// commonSuffix is how many bytes a and b share at their end.
+func commonSuffix(a, b []byte) int {
+	const block = 256
+	n := 0
+	for n+block <= min(len(a), len(b)) && bytes.Equal(a[len(a)-n-block:len(a)-n], b[len(b)-n-block:len(b)-n]) {
+		n += block
+	}
+	for n < len(a) && n < len(b) && a[len(a)-1-n] == b[len(b)-1-n] {
+		n++
+	}
+	return n
+}
+
+// windowLines splits w as difflib.SplitLines splits the text it is a window
+// of: a window that ends before the text's end ends with a line end and
+// has no last line of its own (SplitLines adds one at the end).
+func windowLines(w []byte, last bool) []string {
+	if last {
+		return difflib.SplitLines(string(w))
+	}
+	lines := strings.SplitAfter(string(w), "\n")
+	return lines[:len(lines)-1]
+}
+
+// diff is Diff of lines offset lines into both texts (the lines before are
+// equal and out of every hunk's context).
+func diff(a, b []string, from, to string, context, offset int) string {
 	pre, suf := CommonEnds(a, b)
 	if pre == len(a) && pre == len(b) {
 		return ""
@@ -30,7 +118,7 @@ func Diff(a, b []string, from, to string, context int) string {
 	fmt.Fprintf(&w, "--- %s\n+++ %s\n", from, to)
 	for _, g := range groups(codes, context) {
 		first, last := g[0], g[len(g)-1]
-		fmt.Fprintf(&w, "@@ -%s +%s @@\n", lineRange(first.I1, last.I2), lineRange(first.J1, last.J2))
+		fmt.Fprintf(&w, "@@ -%s +%s @@\n", lineRange(offset+first.I1, offset+last.I2), lineRange(offset+first.J1, offset+last.J2))
 		for _, c := range g {
 			if c.Tag == 'e' {
 				writeLines(&w, " ", a[c.I1:c.I2])

@@ -188,3 +188,71 @@ func TestCommonEnds(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffBytes checks DiffBytes against Diff of the whole texts split by
+// difflib, on texts that end with and without a line end, empty texts,
+// edits at both ends and of line ends alone, and lines repeated so that
+// the shared bytes at the ends cross line boundaries.
+func TestDiffBytes(t *testing.T) {
+	cases := [][2]string{
+		{"", ""}, {"", "a\n"}, {"a\n", ""}, {"a", "a\n"}, {"a\n", "a"}, {"a\nb", "a\nb\n"},
+		{"ab\n", "ab\nab\n"}, {"ab\nab\n", "ab\n"}, {"x\ny\n", "x\nyy\n"}, {"x\nyz\n", "x\nz\n"},
+		{"\n\n\n", "\n\n"}, {"a\n\n", "a\n\n\n"}, {"line\n", "line\nline"},
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	pieces := []string{"a", "b", "ab", "\n", "\n", "kind: X\n", "---\n", "b\n"}
+	text := func(n int) string {
+		var sb strings.Builder
+		for range n {
+			sb.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		return sb.String()
+	}
+	for i := range 5000 {
+		n := r.IntN(60)
+		if i%20 == 0 {
+			// Long enough for the shared ends to be compared in blocks.
+			n = 500 + r.IntN(2000)
+		}
+		a := text(n)
+		b := []byte(a)
+		for range 1 + r.IntN(3) {
+			at := r.IntN(len(b) + 1)
+			cut := min(len(b)-at, r.IntN(4))
+			b = append(b[:at:at], append([]byte(text(r.IntN(3))), b[at+cut:]...)...)
+		}
+		cases = append(cases, [2]string{a, string(b)})
+	}
+	for i, c := range cases {
+		for context := range 5 {
+			a, b := c[0], c[1]
+			want := Diff(difflib.SplitLines(a), difflib.SplitLines(b), "x", "y", context)
+			if got := DiffBytes([]byte(a), []byte(b), "x", "y", context); got != want {
+				t.Fatalf("case %d (context %d): %q → %q\ngot:\n%s\nwant:\n%s", i, context, a, b, got, want)
+			}
+		}
+	}
+}
+
+// BenchmarkDiffBytes is BenchmarkDiff's edit given as texts: DiffBytes
+// against splitting both texts for Diff.
+func BenchmarkDiffBytes(b *testing.B) {
+	var sb strings.Builder
+	for i := range 80000 {
+		fmt.Fprintf(&sb, "line %d\n", i%500)
+	}
+	a := []byte(sb.String())
+	edited := []byte(strings.Replace(sb.String(), "\nline 0\n", "\nchanged\n", 1))
+	b.Run("bytes", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			DiffBytes(a, edited, "a", "b", 3)
+		}
+	})
+	b.Run("split-baseline", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			Diff(difflib.SplitLines(string(a)), difflib.SplitLines(string(edited)), "a", "b", 3)
+		}
+	})
+}
