@@ -70,7 +70,7 @@ func Check(ctx context.Context, in Input, opts Options, load Loader, read fix.Re
 	if err != nil {
 		return nil, err
 	}
-	files := fix.NewFiles(read)
+	files := fix.NewSnapshot(read)
 	var problems []problem
 	for i, s := range todo {
 		if results[i] == nil {

@@ -94,3 +94,46 @@ func TestSharedFilesMatchFresh(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotReadsOnce checks that NewSnapshot reads each file the first
+// time only: later candidates are edits of that content, even when the
+// file changed since, and share its one copy.
+func TestSnapshotReadsOnce(t *testing.T) {
+	files := map[string]string{"app/web.yaml": web, "argocd/app.yaml": app, "cluster/policy.yaml": policy}
+	reads := map[string]int{}
+	read := func(p string) ([]byte, error) {
+		reads[p]++
+		if s, ok := files[p]; ok {
+			return []byte(s), nil
+		}
+		return nil, errNotExist
+	}
+	ref := cluster.Ref{Namespace: "shop", Name: "web"}
+	ref.Group, ref.Version, ref.Kind = "apps", "v1", "Deployment"
+	const ptr = "/spec/template/spec/containers/0/image"
+	p := Problem{Tool: "argocd", Source: manifest.Source{File: "app/web.yaml", Line: 1},
+		App:       &gitops.ArgoApplication{Name: "shop", Source: manifest.Source{File: "argocd/app.yaml", Line: 1}},
+		Admission: objectsOf(t, "cluster/policy.yaml", policy),
+		Object: &simulate.Object{Ref: ref, InGit: true, Verdict: simulate.Loop,
+			Loop: &simulate.LoopInfo{Fields: []string{ptr}, Other: "MutatingAdmissionPolicy/mirror (binding mirror)", OtherKind: "admission",
+				OtherStep: &admission.Step{Kind: admission.PolicyStep, Name: "mirror", Binding: "mirror"}},
+			Drift: &drift.Object{Fields: []drift.Field{{Pointer: ptr, Desired: "nginx:1.27", Live: "registry.internal/nginx:1.27"}}}}}
+	want, _ := Candidates(p, read)
+	if len(want) == 0 {
+		t.Fatal("no candidates")
+	}
+	clear(reads)
+	snap := NewSnapshot(read)
+	first, _ := CandidatesFrom(p, snap)
+	files["app/web.yaml"] = "# edited meanwhile\n" + web
+	second, _ := CandidatesFrom(p, snap)
+	if !reflect.DeepEqual(first, want) || !reflect.DeepEqual(second, want) {
+		t.Fatal("a snapshot's candidates differ from those of the content it read first")
+	}
+	if reads["app/web.yaml"] != 1 {
+		t.Errorf("app/web.yaml read %d times, want once", reads["app/web.yaml"])
+	}
+	if a, b := first[0].Before["app/web.yaml"], second[0].Before["app/web.yaml"]; &a[0] != &b[0] {
+		t.Error("the candidates hold copies of the file instead of sharing the one read")
+	}
+}

@@ -287,7 +287,9 @@ func (p Problem) stored() ([]string, map[string]any) {
 // time it is asked for, and parsed again when its content changed.
 // Files is safe for concurrent use.
 type Files struct {
-	read   Reader
+	read Reader
+	// once reads each file only the first time (NewSnapshot).
+	once   bool
 	mu     sync.Mutex
 	parsed map[string]parsedFile
 }
@@ -305,9 +307,27 @@ func NewFiles(read Reader) *Files {
 	return &Files{read: read, parsed: map[string]parsedFile{}}
 }
 
+// NewSnapshot is NewFiles reading each file once: the fixes of one check
+// are edits of the files as that check read them, and reading a file of
+// thousands of documents again for each of hundreds of candidates cost a
+// copy of it each time.
+func NewSnapshot(read Reader) *Files {
+	fs := NewFiles(read)
+	fs.once = true
+	return fs
+}
+
 // parse reads path and returns its content and the file parsed from it, to
 // edit.
 func (fs *Files) parse(path string) (*yamledit.File, []byte, error) {
+	if fs.once {
+		fs.mu.Lock()
+		p, ok := fs.parsed[path]
+		fs.mu.Unlock()
+		if ok {
+			return p.file.Clone(), p.data, nil
+		}
+	}
 	data, err := fs.read(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading %s: %w", path, err)
