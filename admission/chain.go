@@ -435,6 +435,12 @@ func (c *Chain) Commit(r *Result) (reconfigure bool, err error) {
 	if c.rebuilds(gvk) || c.mirror.full() {
 		return true, nil
 	}
+	if c.inert(gvk) && (prev == nil || prev.GroupVersionKind() == gvk) {
+		// Nothing reads it through the plugins' clients (no informer holds
+		// its kind): a copy there, typed and unstructured, would only be
+		// memory. A chain built again from the state holds it.
+		return false, nil
+	}
 	stored, _ := c.state.Get(gvk.GroupKind(), u.GetNamespace(), u.GetName())
 	// A rebuild reports what the clients cannot hold, as it always has.
 	if err := c.mirror.put(prev, stored); err != nil {

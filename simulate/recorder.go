@@ -142,15 +142,32 @@ func (r *recorder) record(ctx context.Context, verb string, ref cluster.Ref, wri
 	}
 	w.Changed = before == nil || before.GetResourceVersion() != after.GetResourceVersion()
 	if w.Changed {
-		var b map[string]any
-		if before != nil {
-			b = content(before)
+		if before == nil {
+			w.Fields = createdFields(after)
+		} else {
+			w.Fields = drift.FieldsBetween(content(before), content(after))
 		}
-		w.Fields = drift.FieldsBetween(b, content(after))
 		r.changed = append(r.changed, ref)
 	}
 	r.writes = append(r.writes, w)
 	return after, nil
+}
+
+// createdFields names the fields a create changed, as
+// drift.FieldsBetween(nil, content(after)) does (the object's top-level
+// fields), without their values: each would hold a copy of the object for
+// every create of the run (most of the log's memory), and only a create's
+// field names are read.
+func createdFields(after *unstructured.Unstructured) []drift.Field {
+	names := make(map[string]any, len(after.Object))
+	for k := range after.Object {
+		names[k] = true
+	}
+	fields := drift.FieldsBetween(nil, names)
+	for i := range fields {
+		fields[i].Live = nil
+	}
+	return fields
 }
 
 // admissionSteps lists the steps that changed the request and the fields

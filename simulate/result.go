@@ -144,7 +144,8 @@ type Write struct {
 	// Changed is false when the server stored nothing (a no-op).
 	Changed bool `json:"changed"`
 	// Fields are the stored fields the write changed, with old and new
-	// values (Desired holds the old value, Live the new one).
+	// values (Desired holds the old value, Live the new one). A create's
+	// are the object's top-level fields, without values.
 	Fields []drift.Field `json:"fields,omitempty"`
 	// Admission lists the admission steps that changed the request and
 	// the fields each changed (API defaulting left out).
