@@ -132,8 +132,14 @@ func (a *argoRules) managed(config, live *unstructured.Unstructured) (map[string
 // report fills an Object from a diff with rules and one without, so that
 // fields the rules hide are listed with the rule.
 func report(out *Object, withRules, withoutRules *argocd.Result, ignored map[string]string, live *unstructured.Unstructured) {
-	out.Desired = objectOrNil(withRules.PredictedLive)
 	out.Live = objectOrNil(withRules.Live)
+	if withRules.Modified || withRules.PredictedLive == nil || withRules.Live == nil {
+		out.Desired = objectOrNil(withRules.PredictedLive)
+	} else {
+		// Argo CD found their encodings equal: one copy serves both (a
+		// comparison of every object is kept per round).
+		out.Desired = out.Live
+	}
 	shown := map[string]bool{}
 	for _, c := range argocd.Fields(withRules.PredictedLive, withRules.Live) {
 		shown[c.Pointer] = true

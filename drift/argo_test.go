@@ -3,6 +3,7 @@ package drift
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -114,6 +115,29 @@ func TestArgoLegacy(t *testing.T) {
 			}
 			if g := pointers(got.Fields, true); !equal(g, tc.ignored) {
 				t.Errorf("ignored = %v, want %v", g, tc.ignored)
+			}
+			// The two documents compared: Git's image on the desired
+			// side, whatever admission stored on the live side.
+			image := func(doc map[string]any) any {
+				containers, _, _ := unstructured.NestedSlice(doc, "spec", "template", "spec", "containers")
+				if len(containers) == 0 {
+					return nil
+				}
+				return containers[0].(map[string]any)["image"]
+			}
+			switch {
+			case !tc.synced:
+				if got.Desired != nil || got.Live != nil {
+					t.Errorf("documents of a missing object: %v, %v", got.Desired, got.Live)
+				}
+			case len(tc.drifted) > 0:
+				if d, l := image(got.Desired), image(got.Live); d != "nginx:1.27" || l != "registry.internal/nginx:1.27" {
+					t.Errorf("images compared = %v (desired), %v (live)", d, l)
+				}
+			case len(tc.ignored) == 0:
+				if got.Desired == nil || !reflect.DeepEqual(got.Desired, got.Live) {
+					t.Errorf("documents of an object in sync differ:\n%v\n%v", got.Desired, got.Live)
+				}
 			}
 		})
 	}
