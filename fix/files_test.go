@@ -28,21 +28,6 @@ func TestSharedFilesMatchFresh(t *testing.T) {
 		}
 		return nil, errNotExist
 	}
-	pol := objectsOf(t, "cluster/policy.yaml", policy)
-	problem := func(name string, line int) Problem {
-		ref := cluster.Ref{Namespace: "shop", Name: name}
-		ref.Group, ref.Version, ref.Kind = "apps", "v1", "Deployment"
-		const ptr = "/spec/template/spec/containers/0/image"
-		o := &simulate.Object{Ref: ref, InGit: true, Verdict: simulate.Loop,
-			Loop: &simulate.LoopInfo{Fields: []string{ptr}, Other: "MutatingAdmissionPolicy/mirror (binding mirror)", OtherKind: "admission",
-				OtherStep: &admission.Step{Kind: admission.PolicyStep, Name: "mirror", Binding: "mirror"}},
-			Drift: &drift.Object{Fields: []drift.Field{{Pointer: ptr, Desired: "nginx:1.27", Live: "registry.internal/nginx:1.27"}},
-				Desired: map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
-					"containers": []any{map[string]any{"name": "nginx", "image": "nginx:1.27"}}}}}}}}
-		return Problem{Tool: "argocd", Object: o, Source: manifest.Source{File: "app/web.yaml", Line: line},
-			App:       &gitops.ArgoApplication{Name: "shop", Source: manifest.Source{File: "argocd/app.yaml", Line: 1}},
-			Admission: pol}
-	}
 	apiLine := strings.Count(web, "\n") + 2
 	shared := NewFiles(read)
 	// kept is the content the candidates of the last step were made from:
@@ -66,7 +51,7 @@ func TestSharedFilesMatchFresh(t *testing.T) {
 		if step.name == "api" && step.edit != nil {
 			step.line++
 		}
-		p := problem(step.name, step.line)
+		p := imageLoop(t, step.name, step.line)
 		want, wantSkipped := Candidates(p, read)
 		got, gotSkipped := CandidatesFrom(p, shared)
 		if len(want) == 0 || len(want[0].Files) == 0 {
@@ -108,16 +93,7 @@ func TestSnapshotReadsOnce(t *testing.T) {
 		}
 		return nil, errNotExist
 	}
-	ref := cluster.Ref{Namespace: "shop", Name: "web"}
-	ref.Group, ref.Version, ref.Kind = "apps", "v1", "Deployment"
-	const ptr = "/spec/template/spec/containers/0/image"
-	p := Problem{Tool: "argocd", Source: manifest.Source{File: "app/web.yaml", Line: 1},
-		App:       &gitops.ArgoApplication{Name: "shop", Source: manifest.Source{File: "argocd/app.yaml", Line: 1}},
-		Admission: objectsOf(t, "cluster/policy.yaml", policy),
-		Object: &simulate.Object{Ref: ref, InGit: true, Verdict: simulate.Loop,
-			Loop: &simulate.LoopInfo{Fields: []string{ptr}, Other: "MutatingAdmissionPolicy/mirror (binding mirror)", OtherKind: "admission",
-				OtherStep: &admission.Step{Kind: admission.PolicyStep, Name: "mirror", Binding: "mirror"}},
-			Drift: &drift.Object{Fields: []drift.Field{{Pointer: ptr, Desired: "nginx:1.27", Live: "registry.internal/nginx:1.27"}}}}}
+	p := imageLoop(t, "web", 1)
 	want, _ := Candidates(p, read)
 	if len(want) == 0 {
 		t.Fatal("no candidates")
@@ -136,4 +112,23 @@ func TestSnapshotReadsOnce(t *testing.T) {
 	if a, b := first[0].Before["app/web.yaml"], second[0].Before["app/web.yaml"]; &a[0] != &b[0] {
 		t.Error("the candidates hold copies of the file instead of sharing the one read")
 	}
+}
+
+// imageLoop is the problem of Deployment shop/name, at line of
+// app/web.yaml, whose image Argo CD and MutatingAdmissionPolicy mirror
+// write in turn.
+func imageLoop(t *testing.T, name string, line int) Problem {
+	t.Helper()
+	ref := cluster.Ref{Namespace: "shop", Name: name}
+	ref.Group, ref.Version, ref.Kind = "apps", "v1", "Deployment"
+	const ptr = "/spec/template/spec/containers/0/image"
+	o := &simulate.Object{Ref: ref, InGit: true, Verdict: simulate.Loop,
+		Loop: &simulate.LoopInfo{Fields: []string{ptr}, Other: "MutatingAdmissionPolicy/mirror (binding mirror)", OtherKind: "admission",
+			OtherStep: &admission.Step{Kind: admission.PolicyStep, Name: "mirror", Binding: "mirror"}},
+		Drift: &drift.Object{Fields: []drift.Field{{Pointer: ptr, Desired: "nginx:1.27", Live: "registry.internal/nginx:1.27"}},
+			Desired: map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+				"containers": []any{map[string]any{"name": "nginx", "image": "nginx:1.27"}}}}}}}}
+	return Problem{Tool: "argocd", Object: o, Source: manifest.Source{File: "app/web.yaml", Line: line},
+		App:       &gitops.ArgoApplication{Name: "shop", Source: manifest.Source{File: "argocd/app.yaml", Line: 1}},
+		Admission: objectsOf(t, "cluster/policy.yaml", policy)}
 }

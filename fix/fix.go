@@ -156,7 +156,7 @@ func (c *Candidate) Compact() {
 		c.edits = make(map[string]edit, len(c.Files))
 	}
 	for p, data := range c.Files {
-		start, end := unidiff.CommonEnds(c.Before[p], data)
+		start, end := unidiff.CommonEndsBytes(c.Before[p], data)
 		c.edits[p] = edit{start: start, end: end, middle: bytes.Clone(data[start : len(data)-end])}
 	}
 	c.Files = nil

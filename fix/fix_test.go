@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/cluster"
 	"github.com/truce-dev/truce/drift"
 	"github.com/truce-dev/truce/gitops"
@@ -100,19 +99,7 @@ func TestCandidatesForAnAdmissionLoop(t *testing.T) {
 		}
 		return nil, errNotExist
 	}
-	ref := cluster.Ref{Namespace: "shop", Name: "web"}
-	ref.Group, ref.Version, ref.Kind = "apps", "v1", "Deployment"
-	const ptr = "/spec/template/spec/containers/0/image"
-	o := &simulate.Object{Ref: ref, InGit: true, Verdict: simulate.Loop,
-		Loop: &simulate.LoopInfo{Fields: []string{ptr}, Other: "MutatingAdmissionPolicy/mirror (binding mirror)", OtherKind: "admission",
-			OtherStep: &admission.Step{Kind: admission.PolicyStep, Name: "mirror", Binding: "mirror"}},
-		Drift: &drift.Object{Fields: []drift.Field{{Pointer: ptr, Desired: "nginx:1.27", Live: "registry.internal/nginx:1.27"}},
-			Desired: map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
-				"containers": []any{map[string]any{"name": "nginx", "image": "nginx:1.27"}}}}}}}}
-	pol := objectsOf(t, "cluster/policy.yaml", policy)
-	p := Problem{Tool: "argocd", Object: o, Source: manifest.Source{File: "app/web.yaml", Line: 1},
-		App:       &gitops.ArgoApplication{Name: "shop", Source: manifest.Source{File: "argocd/app.yaml", Line: 1}},
-		Admission: pol}
+	p := imageLoop(t, "web", 1)
 	cands, skipped := Candidates(p, read)
 	var kinds []string
 	for _, c := range cands {

@@ -32,7 +32,7 @@ func DiffBytes(a, b []byte, from, to string, context int) string {
 	}
 	// Whole lines both share at the start: up to the last line end in
 	// their common bytes.
-	p := commonPrefix(a, b)
+	p, s := CommonEndsBytes(a, b)
 	pre := bytes.LastIndexByte(a[:p], '\n') + 1
 	start := pre
 	for range context {
@@ -44,7 +44,6 @@ func DiffBytes(a, b []byte, from, to string, context int) string {
 	// Whole lines both share at the end: from the first line end inside
 	// their common bytes (after the shared start), so that what precedes
 	// them ends a line on both sides.
-	s := commonSuffix(a[p:], b[p:])
 	end := len(a)
 	if i := bytes.IndexByte(a[len(a)-s:], '\n'); i >= 0 {
 		end = len(a) - s + i + 1
@@ -64,8 +63,15 @@ func DiffBytes(a, b []byte, from, to string, context int) string {
 	return diff(windowLines(a[start:end], end == len(a)), windowLines(b[start:len(b)-cut], cut == 0), from, to, context, offset)
 }
 
-// commonPrefix is how many bytes a and b share at their start, compared a
-// block at a time (bytes.Equal is vectorised).
+// CommonEndsBytes is CommonEnds of two texts, compared a block of bytes at
+// a time (bytes.Equal is vectorised): a fix's edit of a large file is
+// found without walking it byte by byte.
+func CommonEndsBytes(a, b []byte) (start, end int) {
+	start = commonPrefix(a, b)
+	return start, commonSuffix(a[start:], b[start:])
+}
+
+// commonPrefix is how many bytes a and b share at their start.
 func commonPrefix(a, b []byte) int {
 	const block = 256
 	n := 0

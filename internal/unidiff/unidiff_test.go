@@ -181,10 +181,17 @@ func TestCommonEnds(t *testing.T) {
 		{"aa", "aaa", 2, 0}, // the shared a's are counted at the start only
 		{"xab", "yab", 0, 2},
 		{"abc", "", 0, 0},
+		// Long enough for CommonEndsBytes to compare blocks.
+		{strings.Repeat("ab", 300) + "X" + strings.Repeat("cd", 300), strings.Repeat("ab", 300) + "Y" + strings.Repeat("cd", 300), 600, 600},
+		{strings.Repeat("a", 1000), strings.Repeat("a", 1300), 1000, 0},
+		{"x" + strings.Repeat("a", 700), "y" + strings.Repeat("a", 700), 0, 700},
 	} {
 		start, end := CommonEnds([]byte(tt.a), []byte(tt.b))
 		if start != tt.start || end != tt.end {
 			t.Errorf("CommonEnds(%q, %q) = %d, %d; want %d, %d", tt.a, tt.b, start, end, tt.start, tt.end)
+		}
+		if start, end := CommonEndsBytes([]byte(tt.a), []byte(tt.b)); start != tt.start || end != tt.end {
+			t.Errorf("CommonEndsBytes(%q, %q) = %d, %d; want %d, %d", tt.a, tt.b, start, end, tt.start, tt.end)
 		}
 	}
 }
