@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
@@ -17,8 +18,9 @@ import (
 //go:embed deploy/gatekeeper.yaml
 var deployYAML string
 
-// shipped are deployYAML's objects, decoded once.
-var shipped = func() []*unstructured.Unstructured {
+// shipped are deployYAML's objects, decoded once, when first asked for:
+// every truce command links this package, few install Gatekeeper.
+var shipped = sync.OnceValue(func() []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
 	for _, doc := range strings.Split(deployYAML, "\n---\n") {
 		m := map[string]any{}
@@ -31,7 +33,7 @@ var shipped = func() []*unstructured.Unstructured {
 		out = append(out, &unstructured.Unstructured{Object: m})
 	}
 	return out
-}()
+})
 
 // installed are the webhook configurations the engine installs.
 var installed = map[string]bool{
@@ -56,7 +58,7 @@ func installObjects(objs []*unstructured.Unstructured, caPEM []byte) ([]*unstruc
 		}
 	}
 	var out []*unstructured.Unstructured
-	for _, o := range shipped {
+	for _, o := range shipped() {
 		kind := o.GetKind()
 		switch kind {
 		case "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":

@@ -3,6 +3,7 @@ package gatekeeper
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	gkapis "github.com/open-policy-agent/gatekeeper/v3/apis"
 	mutationsunversioned "github.com/open-policy-agent/gatekeeper/v3/apis/mutations/unversioned"
@@ -132,9 +133,9 @@ func mutationSystem(objs []*unstructured.Unstructured) (*mutation.System, []erro
 // in the CRDs Gatekeeper ships: the API server stores a mutator with its
 // CRD's defaults applied (a ModifySet's operation defaults to merge), and
 // Gatekeeper's controller reads the stored object.
-var mutatorSchemas = func() map[k8sschema.GroupVersionKind]*structuralschema.Structural {
+var mutatorSchemas = sync.OnceValue(func() map[k8sschema.GroupVersionKind]*structuralschema.Structural {
 	out := map[k8sschema.GroupVersionKind]*structuralschema.Structural{}
-	for _, o := range shipped {
+	for _, o := range shipped() {
 		if o.GetKind() != "CustomResourceDefinition" {
 			continue
 		}
@@ -161,7 +162,7 @@ var mutatorSchemas = func() map[k8sschema.GroupVersionKind]*structuralschema.Str
 		}
 	}
 	return out
-}()
+})
 
 // stored is the mutator as Gatekeeper's controller reads it from the API
 // server: defaulted by its CRD's schema of the version it was written in,
@@ -177,7 +178,7 @@ func stored(o *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	if err := out.UnmarshalJSON(raw); err != nil {
 		return nil, err
 	}
-	if s, ok := mutatorSchemas[out.GroupVersionKind()]; ok {
+	if s, ok := mutatorSchemas()[out.GroupVersionKind()]; ok {
 		structuraldefaulting.Default(out.Object, s)
 	}
 	return out, nil
