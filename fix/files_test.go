@@ -117,7 +117,7 @@ func TestSnapshotReadsOnce(t *testing.T) {
 // imageLoop is the problem of Deployment shop/name, at line of
 // app/web.yaml, whose image Argo CD and MutatingAdmissionPolicy mirror
 // write in turn.
-func imageLoop(t *testing.T, name string, line int) Problem {
+func imageLoop(t testing.TB, name string, line int) Problem {
 	t.Helper()
 	ref := cluster.Ref{Namespace: "shop", Name: name}
 	ref.Group, ref.Version, ref.Kind = "apps", "v1", "Deployment"

@@ -83,7 +83,8 @@ type Candidate struct {
 	Title, Description, Warning string
 	// Files holds the new content of every file the fix writes; Before the
 	// old content (nil for files it creates). After Compact, Files is nil:
-	// Content gives a file's new content.
+	// Content gives a file's new content. Contents are shared with other
+	// candidates and the parsed files: never change them in place.
 	Files  map[string][]byte
 	Before map[string][]byte
 	// edits are the new contents kept by Compact, each as the part that
@@ -404,7 +405,7 @@ func (e *editor) candidate(title, description, warning string) *Candidate {
 	c := &Candidate{Title: title, Description: description, Warning: warning, Files: map[string][]byte{}, Before: map[string][]byte{}}
 	for path, f := range e.files {
 		if f.Changed() {
-			c.Files[path] = f.Bytes()
+			c.Files[path] = f.Content()
 			c.Before[path] = e.before[path]
 		}
 	}

@@ -10,7 +10,7 @@ import (
 
 var errNotExist = errors.New("no such file")
 
-func objectsOf(t *testing.T, name, data string) []manifest.Object {
+func objectsOf(t testing.TB, name, data string) []manifest.Object {
 	t.Helper()
 	objs, err := manifest.Decode(name, strings.NewReader(data), manifest.DefaultOptions())
 	if err != nil {

@@ -204,7 +204,7 @@ func verify(orig []byte, e *editor, want, want12 any) error {
 
 // commit replaces document doc's section with the editor's text.
 func (f *File) commit(doc int, e *editor) {
-	d := f.docs[doc]
+	d := &f.docs[doc]
 	old := f.data[d.start:d.end]
 	delta := len(e.t.src) - len(old)
 	lineDelta := bytes.Count(e.t.src, []byte("\n")) - bytes.Count(old, []byte("\n"))
@@ -215,7 +215,8 @@ func (f *File) commit(doc int, e *editor) {
 	f.data = data
 	d.end += delta
 	d.setRoot(e.root, e.t.src)
-	for _, o := range f.docs[doc+1:] {
+	for i := range f.docs[doc+1:] {
+		o := &f.docs[doc+1+i]
 		o.start += delta
 		o.end += delta
 		o.line += lineDelta

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -33,7 +34,7 @@ type File struct {
 	orig []byte // the input as given, including a BOM
 	bom  bool   // the input starts with a UTF-8 byte order mark
 	data []byte // current content, without the BOM
-	docs []*document
+	docs []document // values: a Clone copies them in one block
 
 	fileStyle *styleStats // indentation used in the whole file, computed when needed
 }
@@ -105,7 +106,7 @@ func Parse(name string, data []byte) (f *File, err error) {
 		if root == nil {
 			continue
 		}
-		d := &document{
+		d := document{
 			start: sec.start, end: sec.end, line: sec.line,
 			origFirst: sec.line, origLast: sec.lastLine, sepLine: sec.sepBefore,
 		}
@@ -121,12 +122,7 @@ func Parse(name string, data []byte) (f *File, err error) {
 // edits never change a node tree: an edited section is parsed into a new
 // one (editor.apply).
 func (f *File) Clone() *File {
-	c := &File{name: f.name, orig: f.orig, bom: f.bom, data: f.data, docs: make([]*document, len(f.docs))}
-	for i, d := range f.docs {
-		cp := *d
-		c.docs[i] = &cp
-	}
-	return c
+	return &File{name: f.name, orig: f.orig, bom: f.bom, data: f.data, docs: slices.Clone(f.docs)}
 }
 
 func firstInvalidUTF8(b []byte) int {
@@ -161,7 +157,8 @@ func (f *File) Documents() int { return len(f.docs) }
 // those of the file as it was parsed (manifest.Source lines), even after
 // edits.
 func (f *File) DocumentAt(line int) (int, error) {
-	for i, d := range f.docs {
+	for i := range f.docs {
+		d := &f.docs[i]
 		if line >= d.origFirst && line <= d.origLast || line == d.sepLine {
 			return i, nil
 		}
@@ -178,8 +175,25 @@ func (f *File) Bytes() []byte {
 	return append(out, f.data...)
 }
 
+// Content returns the current content of the file like Bytes, without
+// copying it when it has no byte order mark: the bytes are f's, shared
+// with its clones, and must not be changed. A fix of a file of thousands
+// of documents keeps its content this way instead of a copy per fix.
+func (f *File) Content() []byte {
+	if f.bom {
+		return f.Bytes()
+	}
+	return f.data
+}
+
 // Changed reports whether the content differs from the parsed input.
-func (f *File) Changed() bool { return !bytes.Equal(f.Bytes(), f.orig) }
+func (f *File) Changed() bool {
+	orig := f.orig
+	if f.bom {
+		orig = orig[len(utf8BOM):]
+	}
+	return !bytes.Equal(f.data, orig)
+}
 
 // Diff returns a unified diff of the parsed input against the current
 // content, empty when nothing changed.
@@ -216,7 +230,7 @@ func (f *File) doc(i int) (*document, error) {
 		return nil, &Error{File: f.name, Kind: ErrNotFound,
 			Msg: fmt.Sprintf("no document %d (the file has %d)", i, len(f.docs))}
 	}
-	return f.docs[i], nil
+	return &f.docs[i], nil
 }
 
 // wrap converts an error about a section starting at file line secLine into

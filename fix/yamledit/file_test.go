@@ -269,3 +269,59 @@ func TestJSONFile(t *testing.T) {
 		t.Fatalf("got %s, want %s", got, want)
 	}
 }
+
+// TestCloneContentChanged edits clones of one parsed file: each clone has
+// its own content and documents, the original stays as parsed, Content
+// equals Bytes (with or without a byte order mark) and Changed says whether
+// the content differs from the input.
+func TestCloneContentChanged(t *testing.T) {
+	for _, tc := range []struct{ name, in string }{
+		{"plain", "a: 1\n---\nb: 2\n---\nc: 3\n"},
+		{"bom", "\xef\xbb\xbfa: 1\n---\nb: 2\n---\nc: 3\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := Parse("f.yaml", []byte(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			one, two := f.Clone(), f.Clone()
+			if err := one.Set(0, "/a", "one\nline two"); err != nil {
+				t.Fatal(err)
+			}
+			if err := two.Set(2, "/c", 4); err != nil {
+				t.Fatal(err)
+			}
+			// A second edit after a document that grew by a line finds it
+			// where it moved to.
+			if err := one.Set(2, "/c", 5); err != nil {
+				t.Fatal(err)
+			}
+			bom := ""
+			if tc.name == "bom" {
+				bom = "\xef\xbb\xbf"
+			}
+			for _, c := range []struct {
+				f       *File
+				want    string
+				changed bool
+			}{
+				{f, tc.in, false},
+				{one, bom + "a: |-\n  one\n  line two\n---\nb: 2\n---\nc: 5\n", true},
+				{two, bom + "a: 1\n---\nb: 2\n---\nc: 4\n", true},
+			} {
+				if got := string(c.f.Bytes()); got != c.want {
+					t.Errorf("Bytes() = %q, want %q", got, c.want)
+				}
+				if got := string(c.f.Content()); got != c.want {
+					t.Errorf("Content() = %q, want %q", got, c.want)
+				}
+				if got := c.f.Changed(); got != c.changed {
+					t.Errorf("Changed() of %q = %v, want %v", c.want, got, c.changed)
+				}
+			}
+			if i, err := one.DocumentAt(5); err != nil || i != 2 {
+				t.Errorf("DocumentAt(5) after edits = %d, %v; want 2 (lines of the parsed file)", i, err)
+			}
+		})
+	}
+}
