@@ -12,7 +12,7 @@ IMAGE ?= ghcr.io/truce-dev/truce
 VERSION_PKG := github.com/truce-dev/truce/internal/version
 LDFLAGS := -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).commit=$(COMMIT)
 
-.PHONY: test unit lint e2e build helper kyverno-cli gator bench generate image release test-release
+.PHONY: test unit lint e2e build helper kyverno-cli gator bench bench-e2e generate image release test-release
 
 test: lint unit e2e test-release
 
@@ -99,11 +99,21 @@ e2e: helper kyverno-cli gator
 	TRUCE_KYVERNO=$(CURDIR)/bin/truce-kyverno TRUCE_KYVERNO_CLI=$(CURDIR)/bin/kyverno $(GO) test -count=1 -timeout 30m -run TestCLICorpus ./engine/kyverno
 	TRUCE_GATOR=$(CURDIR)/bin/gator $(GO) test -count=1 -timeout 30m -run 'TestGator|TestLibrary|TestGatorExpand' ./engine/gatekeeper
 
+# bench runs the benchmarks of docs/BENCHMARKS.md that need no server;
+# bench-e2e those against kube-apiserver v1.37.2 (build tag e2e).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./admission/
+	$(GO) test -run '^$$' -bench BenchmarkAdmitOne -benchtime 20x -benchmem ./internal/cli/
 	$(GO) test -run '^$$' -bench BenchmarkCheck -benchtime 1x -benchmem ./internal/cli/
 	$(GO) test -run '^$$' -bench BenchmarkDiffPredicted -benchtime 1x -benchmem ./internal/cli/
 	$(GO) test -run '^$$' -bench 'Decode' -benchmem ./manifest/
+	$(GO) test -run '^$$' -bench 'CandidatesLargeFile' -benchmem ./fix/
+	$(GO) test -run '^$$' -bench BenchmarkReview -benchtime 2000x -benchmem ./webhook/
+	$(GO) run ./cmd/truce-loadgen -concurrency 16 -requests 20000
+
+bench-e2e:
+	$(GO) test -tags e2e -run '^$$' -bench AdmitVsServer -benchtime 1x ./e2e/differential/
+	$(GO) test -tags e2e -run '^$$' -bench BenchmarkDriftLive -benchtime 300x ./e2e/drift/
 
 generate:
 	$(GO) generate ./schema ./schema/toolkit ./engine/kyverno
