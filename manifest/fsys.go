@@ -94,6 +94,9 @@ type tree struct {
 	// key identifies a resolved path across trees, so that a file or
 	// kustomization reached by several paths is loaded once.
 	key func(rel string) string
+	// onDisk says that display paths name the files on disk (not a Git
+	// revision's tree), so that Options.Chart can read them.
+	onDisk bool
 }
 
 // diskTree opens the repository that contains dir on disk. Its root is
@@ -140,7 +143,8 @@ func diskTree(dir string, opts Options) (*tree, string, func(), error) {
 			}
 			return filepath.Join(dir, r)
 		},
-		key: func(p string) string { return filepath.Join(rootDir, filepath.FromSlash(p)) },
+		key:    func(p string) string { return filepath.Join(rootDir, filepath.FromSlash(p)) },
+		onDisk: true,
 	}
 	return t, start, func() { root.Close() }, nil
 }

@@ -1,6 +1,9 @@
 package manifest
 
-import "io"
+import (
+	"context"
+	"io"
+)
 
 // Default limits. They are far above what real manifests need (the API
 // server refuses objects larger than a few MiB anyway) and low enough that a
@@ -67,6 +70,14 @@ type Options struct {
 	// that decoding a file again with a few sections changed parses only
 	// those; results do not change.
 	Memo *Memo
+	// Chart, when set, renders a directory holding a Chart.yaml that a
+	// walk reaches below a directory given, instead of reading the chart's
+	// files: its templates are Helm's, not manifests, and its values files
+	// are not objects. dir is the directory as the user sees it (relative
+	// to the path given). A kustomization next to the Chart.yaml wins, as
+	// it does for Argo CD. Only directories on disk are rendered; nil
+	// reads a chart's files like any others, as kubectl apply -R does.
+	Chart func(ctx context.Context, dir string) ([]Object, error)
 }
 
 // DefaultOptions returns the default limits: 16 MiB per file, 256 MiB per

@@ -73,7 +73,15 @@ func (l *loader) walkTree(ctx context.Context, t *tree, start string) {
 			}
 			kf, ok := findKustomization(t.fsys, p)
 			if !ok {
-				return nil
+				if !l.isChart(t, p) {
+					return nil
+				}
+				found++
+				if !l.proceed(ctx) {
+					return fs.SkipAll
+				}
+				l.renderChart(ctx, t, p)
+				return fs.SkipDir
 			}
 			found++
 			if !l.proceed(ctx) {
@@ -118,6 +126,32 @@ func (l *loader) walkTree(ctx context.Context, t *tree, start string) {
 		l.fail(newError(Source{File: t.display(start)}, fs.ErrNotExist,
 			"directory contains no manifest files (*.yaml, *.yml, *.json) and no kustomization"))
 	}
+}
+
+// isChart reports whether dir of t is a Helm chart that Options.Chart
+// renders: a directory on disk holding a regular file named Chart.yaml.
+func (l *loader) isChart(t *tree, dir string) bool {
+	if l.opts.Chart == nil || !t.onDisk {
+		return false
+	}
+	info, err := fs.Stat(t.fsys, path.Join(dir, "Chart.yaml"))
+	return err == nil && info.Mode().IsRegular()
+}
+
+// renderChart adds the objects Options.Chart renders from dir of t; an
+// error is the chart's alone, the walk goes on.
+func (l *loader) renderChart(ctx context.Context, t *tree, dir string) {
+	key := "chart:" + t.key(dir)
+	if l.seen[key] {
+		return
+	}
+	l.seen[key] = true
+	name := t.display(dir)
+	objs, err := l.opts.Chart(ctx, name)
+	if err != nil {
+		l.fail(fmt.Errorf("%s: rendering the Helm chart: %w", name, err))
+	}
+	l.objs = append(l.objs, objs...)
 }
 
 // loadTreeFile loads the regular file real of t, reporting it as name.

@@ -31,9 +31,9 @@ var utf8BOM = []byte("\xef\xbb\xbf")
 // A File is not safe for concurrent use.
 type File struct {
 	name string
-	orig []byte // the input as given, including a BOM
-	bom  bool   // the input starts with a UTF-8 byte order mark
-	data []byte // current content, without the BOM
+	orig []byte     // the input as given, including a BOM
+	bom  bool       // the input starts with a UTF-8 byte order mark
+	data []byte     // current content, without the BOM
 	docs []document // values: a Clone copies them in one block
 
 	fileStyle *styleStats // indentation used in the whole file, computed when needed

@@ -227,8 +227,17 @@ func (s *state) repoDir(ctx context.Context, repoURL, revision, path string) (di
 	return dir, root, err
 }
 
-// inRoot joins path to base, refusing paths that leave root.
+// inRoot joins path to base, refusing paths that leave root (absolute:
+// a base given relative to the working directory is made absolute first,
+// or it could never be found inside root).
 func inRoot(root, base, path string) (string, error) {
+	if !filepath.IsAbs(base) {
+		a, err := filepath.Abs(base)
+		if err != nil {
+			return "", err
+		}
+		base = a
+	}
 	dir := filepath.Join(base, filepath.FromSlash(path))
 	rel, err := filepath.Rel(root, dir)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {

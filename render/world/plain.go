@@ -2,6 +2,7 @@ package world
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/truce-dev/truce/manifest"
+	"github.com/truce-dev/truce/render"
 	"github.com/truce-dev/truce/render/helm"
 )
 
@@ -20,8 +22,9 @@ func (l *loader) plainWorld(ctx context.Context, paths []string) (*World, error)
 	var objs []manifest.Object
 	var loadErr error
 	for _, p := range paths {
-		got, err := l.entryFiles(ctx, p)
+		got, notes, err := l.entryFiles(ctx, p)
 		objs = append(objs, got...)
+		s.w.Notes = append(s.w.Notes, notes...)
 		if err != nil {
 			loadErr = err
 			break
@@ -36,7 +39,7 @@ func (l *loader) plainWorld(ctx context.Context, paths []string) (*World, error)
 	if !s.followable(objs) {
 		// Nothing to render: the files as they are, each Application
 		// and Kustomization taking the manifests under its path.
-		return &World{Objects: objs}, nil
+		return &World{Objects: objs, Notes: s.w.Notes}, nil
 	}
 	if info, err := os.Stat(paths[0]); err == nil && info.IsDir() {
 		s.dir = paths[0]
@@ -114,19 +117,41 @@ func (s *state) followable(objs []manifest.Object) bool {
 
 // entryFiles reads one path given: a chart directory is rendered with
 // its default values and the directory's name as release name; anything
-// else is read as manifest.LoadPaths reads it.
-func (l *loader) entryFiles(ctx context.Context, p string) ([]manifest.Object, error) {
+// else is read as manifest.LoadPaths reads it, a chart directory found
+// below it rendered the same way (a repository of several apps, such as
+// argocd-example-apps, holds charts beside plain directories). A chart
+// below the path that truce cannot render offline (a dependency from a
+// chart repository it cannot reach) is left out with a note, as a unit
+// would be reported Unpredictable, rather than failing the whole read.
+func (l *loader) entryFiles(ctx context.Context, p string) (objs []manifest.Object, notes []string, err error) {
 	if _, err := os.Stat(filepath.Join(p, "Chart.yaml")); err == nil {
-		ch, err := helm.Load(ctx, p, helm.LoadOptions{Puller: &helm.Puller{CacheDir: l.opts.Render.CacheDir, Offline: l.opts.Render.Offline, RegistryConfig: l.opts.RegistryConfig, RepositoryConfig: l.opts.RepositoryConfig}, RepositoryRoot: l.root})
-		if err != nil {
-			return nil, err
-		}
-		abs, _ := filepath.Abs(p)
-		out, err := helm.Render(ctx, ch, helm.Release{Name: filepath.Base(abs), Namespace: "default", IncludeCRDs: true}, nil, l.opts.Render)
-		if err != nil {
-			return nil, err
-		}
-		return out.Objects, nil
+		objs, err := l.chartFiles(ctx, p)
+		return objs, nil, err
 	}
-	return manifest.LoadPaths(ctx, []string{p}, l.opts.Render.Manifest)
+	opts := l.opts.Render.Manifest
+	opts.Chart = func(ctx context.Context, dir string) ([]manifest.Object, error) {
+		objs, err := l.chartFiles(ctx, dir)
+		if up, ok := render.AsUnpredictable(err); ok {
+			notes = append(notes, fmt.Sprintf("%s: Helm chart not read: %v", dir, up))
+			return nil, nil
+		}
+		return objs, err
+	}
+	objs, err = manifest.LoadPaths(ctx, []string{p}, opts)
+	return objs, notes, err
+}
+
+// chartFiles renders the chart in dir with its default values, the
+// directory's name as release name, in namespace default.
+func (l *loader) chartFiles(ctx context.Context, dir string) ([]manifest.Object, error) {
+	ch, err := helm.Load(ctx, dir, helm.LoadOptions{Puller: &helm.Puller{CacheDir: l.opts.Render.CacheDir, Offline: l.opts.Render.Offline, RegistryConfig: l.opts.RegistryConfig, RepositoryConfig: l.opts.RepositoryConfig}, RepositoryRoot: l.root})
+	if err != nil {
+		return nil, err
+	}
+	abs, _ := filepath.Abs(dir)
+	out, err := helm.Render(ctx, ch, helm.Release{Name: filepath.Base(abs), Namespace: "default", IncludeCRDs: true}, nil, l.opts.Render)
+	if err != nil {
+		return nil, err
+	}
+	return out.Objects, nil
 }
