@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/truce-dev/truce/cluster"
+	"github.com/truce-dev/truce/engine/kyverno"
 )
 
 // cleanupPolicy is a kyverno.io/v2 ClusterCleanupPolicy (or, with a
@@ -219,15 +220,25 @@ func TestCleanupUnpredictable(t *testing.T) {
 	}
 	// Kyverno's validation refuses a configMap context in a cleanup policy
 	// ("ConfigMap is not allowed in CleanUp Policy"): the API server never
-	// stores it, so it deletes nothing and predicts nothing.
+	// stores it, so it deletes nothing and predicts nothing; the refusal
+	// is a note for the user, as Kyverno's webhook answers it to theirs.
 	t.Run("configMap refused", func(t *testing.T) {
-		_, _, bg := generateEnv(t, cleanupPolicy("ClusterCleanupPolicy", "", cleanupConfigMaps+`
+		eng := kyverno.New(kyverno.Options{HelperPath: helperPath})
+		t.Cleanup(eng.Close)
+		policy := cleanupPolicy("ClusterCleanupPolicy", "", cleanupConfigMaps+`
   context:
   - name: settings
     configMap: {name: cleanup-settings, namespace: kyverno}
-`))
+`)
+		bg, err := eng.Background(testContext(t), append(objs(t, policy), objs(t, generateCluster)...))
+		if err != nil {
+			t.Fatal(err)
+		}
 		if ws, u := bg.Writers(), bg.Unpredictable(); len(ws) != 0 || len(u) != 0 {
 			t.Errorf("%d writers, unpredictable %q; want none", len(ws), u)
+		}
+		if notes := strings.Join(eng.Notes(), "\n"); !strings.Contains(notes, "ClusterCleanupPolicy cleanup") || !strings.Contains(notes, "ConfigMap is not allowed") {
+			t.Errorf("no note of the refused policy: %q", eng.Notes())
 		}
 	})
 }

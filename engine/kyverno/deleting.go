@@ -96,7 +96,7 @@ func (w *deleteWriter) Act(ctx context.Context, c cluster.Cluster) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", w.Describe(), err)
 	}
-	logErrors(w.Describe(), resp.Errors)
+	w.b.failed(w.Describe(), resp.Errors)
 	for _, wr := range resp.Writes {
 		if wr.Op != "delete" {
 			return fmt.Errorf("%s: the helper answered a write %q", w.Describe(), wr.Op)

@@ -125,7 +125,7 @@ func (e *Engine) Background(ctx context.Context, objs []*unstructured.Unstructur
 	if len(policies) == 0 && len(mutating) == 0 && len(deleting) == 0 {
 		return &background{}, nil
 	}
-	b := &background{h: e.h, policies: policies, mutating: mutating, resources: discovery(reg)}
+	b := &background{h: e.h, policies: policies, mutating: mutating, resources: discovery(reg), notes: &e.notes}
 	if len(deleting) > 0 {
 		// The exceptions go with the DeletingPolicies they may name.
 		b.deletingPolicies = append(deleting, exceptions...)
@@ -158,7 +158,7 @@ func (e *Engine) Background(ctx context.Context, objs []*unstructured.Unstructur
 		if err != nil {
 			return nil, fmt.Errorf("reading the Kyverno DeletingPolicies and cleanup policies: %w", err)
 		}
-		logErrors("Kyverno's DeletingPolicies and cleanup policies", resp.Errors)
+		b.failed("Kyverno's DeletingPolicies and cleanup policies", resp.Errors)
 		b.deleting = resp.Rules
 	}
 	return b, nil
@@ -182,7 +182,9 @@ func hasRule(o *unstructured.Unstructured, path ...string) bool {
 // background is a set of generate rules and what the helper needs to run
 // them.
 type background struct {
-	h         *helper
+	h *helper
+	// notes keep what Kyverno's controllers failed at (the engine's).
+	notes     *notes
 	policies  []json.RawMessage
 	resources []*metav1.APIResourceList
 	rules     []protocol.BackgroundRule
@@ -474,7 +476,7 @@ func (w *generateWriter) Act(ctx context.Context, c cluster.Cluster) error {
 			return fmt.Errorf("%s for %s: %w", w.Describe(), cluster.RefOf(t), err)
 		}
 		w.seen[t.GetUID()] = trigger{resourceVersion: t.GetResourceVersion(), operation: op}
-		logErrors(w.Describe(), resp.Errors)
+		w.b.failed(w.Describe(), resp.Errors)
 		for _, wr := range resp.Writes {
 			obj, err := applyWrite(ctx, c, wr, w.Describe())
 			if err != nil {

@@ -116,7 +116,7 @@ func (w *mutateWriter) Act(ctx context.Context, c cluster.Cluster) error {
 			return fmt.Errorf("%s for %s: %w", w.Describe(), cluster.RefOf(t), err)
 		}
 		w.seen[t.GetUID()] = t.GetResourceVersion()
-		logErrors(w.Describe(), resp.Errors)
+		w.b.failed(w.Describe(), resp.Errors)
 		for _, wr := range resp.Writes {
 			obj, err := applyWrite(ctx, c, wr, w.Describe())
 			if err != nil {
@@ -133,6 +133,13 @@ func (w *mutateWriter) Act(ctx context.Context, c cluster.Cluster) error {
 // logErrors shows the UpdateRequests Kyverno failed when its logs were
 // asked for ($TRUCE_KYVERNO_LOG): the controller retries them, and the
 // simulation, like the cluster, sees only what was written.
+func (b *background) failed(who string, errs []string) {
+	logErrors(who, errs)
+	if b.notes != nil {
+		b.notes.failures(who, errs)
+	}
+}
+
 func logErrors(who string, errs []string) {
 	if len(errs) == 0 || os.Getenv(LogEnv) == "" {
 		return

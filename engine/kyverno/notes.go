@@ -17,7 +17,14 @@ type notes struct {
 	mu   sync.Mutex
 	seen map[string]bool
 	list []string
+	// per counts the notes of each source of failures (a background
+	// writer), so that a rule failing for every one of thousands of
+	// objects gives a few examples, not thousands of notes.
+	per map[string]int
 }
+
+// maxFailureNotes is how many distinct failures of one source are kept.
+const maxFailureNotes = 5
 
 func (n *notes) add(note string) {
 	n.mu.Lock()
@@ -30,6 +37,34 @@ func (n *notes) add(note string) {
 	}
 	n.seen[note] = true
 	n.list = append(n.list, note)
+}
+
+// failures keeps what Kyverno's background and cleanup controllers failed
+// at for who (a writer, or the cleanup policies read): Kyverno fails the
+// UpdateRequest or refuses the policy, which its users see, so truce's
+// must too. Past maxFailureNotes distinct ones, a last note says more
+// were left out.
+func (n *notes) failures(who string, errs []string) {
+	for _, e := range errs {
+		note := who + ": " + e
+		n.mu.Lock()
+		known := n.seen[note]
+		count := n.per[who]
+		if !known {
+			if n.per == nil {
+				n.per = map[string]int{}
+			}
+			n.per[who] = count + 1
+		}
+		n.mu.Unlock()
+		switch {
+		case known:
+		case count < maxFailureNotes:
+			n.add(note)
+		case count == maxFailureNotes:
+			n.add(fmt.Sprintf("%s: more failures than the %d above (%s=1 logs every one)", who, maxFailureNotes, LogEnv))
+		}
+	}
 }
 
 // Notes implements admission.Noter.

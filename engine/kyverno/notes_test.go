@@ -53,3 +53,28 @@ func TestNoteInstall(t *testing.T) {
 		t.Errorf("notes %q name a policy that did not ask", got)
 	}
 }
+
+// TestFailureNotes keeps what Kyverno's controllers failed at as notes:
+// each distinct failure once, a few per source, then one note that says
+// more were left out, and the sources counted apart.
+func TestFailureNotes(t *testing.T) {
+	var n notes
+	n.failures("generate rule p/r", []string{"p/r: cannot find namespace", "p/r: cannot find namespace"})
+	for i := range 8 {
+		n.failures("cleanup policies", []string{"CleanupPolicy x: invalid " + strings.Repeat("!", i)})
+	}
+	n.failures("generate rule p/r", []string{"p/r: cannot find namespace"})
+	got := n.list
+	want := []string{
+		"generate rule p/r: p/r: cannot find namespace",
+		"cleanup policies: CleanupPolicy x: invalid ",
+		"cleanup policies: CleanupPolicy x: invalid !",
+		"cleanup policies: CleanupPolicy x: invalid !!",
+		"cleanup policies: CleanupPolicy x: invalid !!!",
+		"cleanup policies: CleanupPolicy x: invalid !!!!",
+		"cleanup policies: more failures than the 5 above (" + LogEnv + "=1 logs every one)",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("notes\ngot  %q\nwant %q", got, want)
+	}
+}

@@ -182,7 +182,7 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 	for _, req := range reqs {
 		engines = append(engines, req.Options.Admission.Engines...)
 	}
-	printEngineNotes(cmd.ErrOrStderr(), engines)
+	outcome.Report.Findings = append(outcome.Report.Findings, engineFindings(engines)...)
 	if err := o.print(cmd, outcome.Report); err != nil {
 		return err
 	}

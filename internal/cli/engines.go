@@ -10,6 +10,7 @@ import (
 	"github.com/truce-dev/truce/engine/gatekeeper"
 	"github.com/truce-dev/truce/engine/kyverno"
 	"github.com/truce-dev/truce/manifest"
+	treport "github.com/truce-dev/truce/report"
 )
 
 // policyEngines returns the policy engines truce runs itself for a cluster
@@ -46,6 +47,25 @@ func policyEngines(objs ...[]manifest.Object) ([]admission.PolicyEngine, error) 
 // each engine once: what they left out of the run, which the results alone
 // do not show.
 func printEngineNotes(w io.Writer, engines []admission.PolicyEngine) {
+	for _, note := range engineNotes(engines) {
+		fmt.Fprintf(w, "note: %s\n", note)
+	}
+}
+
+// engineFindings are the engines' notes as findings of a report: a check
+// run in CI keeps them with its results (JSON, SARIF, JUnit) instead of on
+// standard error, where a policy the engine refused would go unseen.
+func engineFindings(engines []admission.PolicyEngine) []treport.Finding {
+	var out []treport.Finding
+	for _, note := range engineNotes(engines) {
+		out = append(out, treport.Finding{Message: note})
+	}
+	return out
+}
+
+// engineNotes are the notes of the engines, each engine once, named by it.
+func engineNotes(engines []admission.PolicyEngine) []string {
+	var out []string
 	seen := map[admission.PolicyEngine]bool{}
 	for _, e := range engines {
 		n, ok := e.(admission.Noter)
@@ -54,7 +74,8 @@ func printEngineNotes(w io.Writer, engines []admission.PolicyEngine) {
 		}
 		seen[e] = true
 		for _, note := range n.Notes() {
-			fmt.Fprintf(w, "note: %s: %s\n", e.Name(), note)
+			out = append(out, e.Name()+": "+note)
 		}
 	}
+	return out
 }
