@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/truce-dev/truce/engine/gatekeeper"
 	"github.com/truce-dev/truce/manifest"
@@ -260,18 +261,20 @@ func chartReplicas(o manifest.Object, s argovalues.Source) (*Finding, error) {
 	if src != "" {
 		what := "1 replica (admissionController.replicas unset, the chart's default)"
 		if n, ok := valueInt(values, "admissionController", "replicas"); ok {
-			if n >= 2 {
-				return nil, nil
-			}
 			what = fmt.Sprintf("%d replica(s) (admissionController.replicas)", n)
+			if n >= 2 {
+				budget, keep, err := kyvernoChartBudget(values, int(n))
+				if err != nil || keep >= 1 {
+					return nil, err
+				}
+				f := finding(o, fmt.Sprintf("Application %q installs Kyverno's Helm chart (%s) with its admission controller at %s and the chart's PodDisruptionBudget with %s, which lets all of them be evicted at once; Kyverno's policies fail closed by default",
+					o.Object.GetName(), src, what, budget), whyFailClosedSingleReplica, fixFailClosedSingleReplica)
+				return &f, nil
+			}
 		}
 		f := finding(o, fmt.Sprintf("Application %q installs Kyverno's Helm chart (%s) with its admission controller at %s; Kyverno's policies fail closed by default",
 			o.Object.GetName(), src, what), whyFailClosedSingleReplica, fixFailClosedSingleReplica)
 		return &f, nil
-	}
-	n, ok := valueInt(values, "replicas")
-	if !ok || n >= 2 {
-		return nil, nil
 	}
 	var closed []string
 	for _, key := range []string{"validatingWebhookFailurePolicy", "mutatingWebhookFailurePolicy"} {
@@ -282,7 +285,115 @@ func chartReplicas(o manifest.Object, s argovalues.Source) (*Finding, error) {
 	if len(closed) == 0 {
 		return nil, nil
 	}
-	f := finding(o, fmt.Sprintf("Application %q installs Gatekeeper's Helm chart with %s and replicas: %d",
-		o.Object.GetName(), strings.Join(closed, ", "), n), whyFailClosedSingleReplica, fixFailClosedSingleReplica)
+	n, ok := valueInt(values, "replicas")
+	if !ok {
+		n = gatekeeperChartReplicas
+	}
+	if n < 2 {
+		f := finding(o, fmt.Sprintf("Application %q installs Gatekeeper's Helm chart with %s and replicas: %d",
+			o.Object.GetName(), strings.Join(closed, ", "), n), whyFailClosedSingleReplica, fixFailClosedSingleReplica)
+		return &f, nil
+	}
+	budget, keep, err := gatekeeperChartBudget(values, int(n))
+	if err != nil || keep >= 1 {
+		return nil, err
+	}
+	f := finding(o, fmt.Sprintf("Application %q installs Gatekeeper's Helm chart with %s, %d replicas and the chart's PodDisruptionBudget with %s, which lets all of them be evicted at once",
+		o.Object.GetName(), strings.Join(closed, ", "), n, budget), whyFailClosedSingleReplica, fixFailClosedSingleReplica)
 	return &f, nil
+}
+
+// gatekeeperChartReplicas is the controller manager's replicas in
+// Gatekeeper's chart (values.yaml replicas).
+const gatekeeperChartReplicas = 3
+
+// kyvernoChartBudget is what the PodDisruptionBudget Kyverno's chart
+// renders for its admission controller keeps of replicas (two or more:
+// the chart then always renders one, templates/admission-controller/
+// poddisruptionbudget.yaml), as the disruption controller computes it.
+// The chart writes maxUnavailable when set (not empty, zero or null),
+// else minAvailable with Helm's `default 1` (so 0 becomes 1,
+// _helpers/_pdb.tpl); minAvailable is 1 in its values, so a
+// maxUnavailable needs minAvailable set to null or 0 beside it, or the
+// chart fails to render ("Cannot set both"), which is not this rule's
+// finding: it then reports the replicas as kept.
+func kyvernoChartBudget(values map[string]any, replicas int) (string, int, error) {
+	const at = "admissionController.podDisruptionBudget."
+	minimum, found, _ := unstructured.NestedFieldNoCopy(values, "admissionController", "podDisruptionBudget", "minAvailable")
+	if !found {
+		minimum = int64(1)
+	}
+	if v, _, _ := unstructured.NestedFieldNoCopy(values, "admissionController", "podDisruptionBudget", "maxUnavailable"); !helmEmpty(v) {
+		if !helmEmpty(minimum) {
+			return "", replicas, nil
+		}
+		n, err := scaled(v, replicas, at+"maxUnavailable")
+		return fmt.Sprintf("maxUnavailable: %v", v), replicas - n, err
+	}
+	if helmEmpty(minimum) {
+		minimum = int64(1)
+	}
+	n, err := scaled(minimum, replicas, at+"minAvailable")
+	return fmt.Sprintf("minAvailable: %v", minimum), n, err
+}
+
+// gatekeeperChartBudget is what the PodDisruptionBudget Gatekeeper's chart
+// always renders for its controller manager keeps of replicas:
+// minAvailable is pdb.controllerManager.minAvailable (1 in its values); a
+// value set to null removes it, and a budget with neither field keeps
+// none.
+func gatekeeperChartBudget(values map[string]any, replicas int) (string, int, error) {
+	v, found, _ := unstructured.NestedFieldNoCopy(values, "pdb", "controllerManager", "minAvailable")
+	switch {
+	case !found:
+		v = int64(1)
+	case v == nil:
+		return "no minAvailable (pdb.controllerManager.minAvailable: null)", 0, nil
+	}
+	n, err := scaled(v, replicas, "pdb.controllerManager.minAvailable")
+	return fmt.Sprintf("minAvailable: %v", v), n, err
+}
+
+// helmEmpty is Go templates' and Sprig's "empty": what `if` skips and
+// `default` replaces.
+func helmEmpty(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case string:
+		return v == ""
+	case bool:
+		return !v
+	case int64:
+		return v == 0
+	case float64:
+		return v == 0
+	case int:
+		return v == 0
+	}
+	return false
+}
+
+// scaled is a budget value of a chart's values (a number, or a string the
+// template writes as a number or a percentage) as the disruption
+// controller scales it to replicas: percentages rounded up.
+func scaled(v any, replicas int, key string) (int, error) {
+	var x intstr.IntOrString
+	switch v := v.(type) {
+	case int64:
+		x = intstr.FromInt32(int32(v))
+	case float64:
+		x = intstr.FromInt32(int32(v))
+	case int:
+		x = intstr.FromInt32(int32(v))
+	case string:
+		x = intstr.Parse(v)
+	default:
+		return 0, fmt.Errorf("%s: %v is neither a number nor a percentage", key, v)
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(&x, replicas, true)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", key, err)
+	}
+	return n, nil
 }

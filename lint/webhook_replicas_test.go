@@ -184,6 +184,36 @@ spec:
 		{"Gatekeeper's chart: parameters fail closed with one replica", []string{app("repoURL: https://open-policy-agent.github.io/gatekeeper/charts\n    chart: gatekeeper\n    targetRevision: 3.23.1",
 			"parameters: [{name: replicas, value: \"1\"}, {name: mutatingWebhookFailurePolicy, value: Fail}]")},
 			[]string{`installs Gatekeeper's Helm chart with mutatingWebhookFailurePolicy: Fail and replicas: 1`}},
+		// The charts' PodDisruptionBudgets, read from the values as their
+		// templates write them.
+		{"Kyverno's chart: three replicas, the budget lets all go", []string{app("repoURL: https://kyverno.github.io/kyverno/\n    chart: kyverno\n    targetRevision: 3.7.1",
+			"valuesObject: {admissionController: {replicas: 3, podDisruptionBudget: {minAvailable: null, maxUnavailable: 3}}}")},
+			[]string{"admission controller at 3 replica(s) (admissionController.replicas) and the chart's PodDisruptionBudget with maxUnavailable: 3, which lets all of them be evicted at once"}},
+		// The chart's minAvailable (1) stays beside it: the chart refuses
+		// to render both, which is not this rule's finding.
+		{"Kyverno's chart: maxUnavailable beside the chart's minAvailable", []string{app("repoURL: https://kyverno.github.io/kyverno/\n    chart: kyverno\n    targetRevision: 3.7.1",
+			"valuesObject: {admissionController: {replicas: 3, podDisruptionBudget: {maxUnavailable: 3}}}")}, nil},
+		{"Kyverno's chart: three replicas, maxUnavailable 100%", []string{app("repoURL: https://kyverno.github.io/kyverno/\n    chart: kyverno\n    targetRevision: 3.7.1",
+			"valuesObject: {admissionController: {replicas: 3, podDisruptionBudget: {minAvailable: 0, maxUnavailable: \"100%\"}}}")},
+			[]string{"PodDisruptionBudget with maxUnavailable: 100%"}},
+		{"Kyverno's chart: two replicas, maxUnavailable 1 keeps one", []string{app("repoURL: https://kyverno.github.io/kyverno/\n    chart: kyverno\n    targetRevision: 3.7.1",
+			"valuesObject: {admissionController: {replicas: 2, podDisruptionBudget: {minAvailable: null, maxUnavailable: 1}}}")}, nil},
+		// `default 1` turns a minAvailable of 0 into 1.
+		{"Kyverno's chart: minAvailable 0 is the chart's 1", []string{app("repoURL: https://kyverno.github.io/kyverno/\n    chart: kyverno\n    targetRevision: 3.7.1",
+			"valuesObject: {admissionController: {replicas: 3, podDisruptionBudget: {minAvailable: 0}}}")}, nil},
+		{"Kyverno's chart: minAvailable 0% keeps none", []string{app("repoURL: https://kyverno.github.io/kyverno/\n    chart: kyverno\n    targetRevision: 3.7.1",
+			"valuesObject: {admissionController: {replicas: 3, podDisruptionBudget: {minAvailable: \"0%\"}}}")},
+			[]string{"PodDisruptionBudget with minAvailable: 0%"}},
+		{"Gatekeeper's chart: default replicas, fail closed, the budget keeps none", []string{app("repoURL: https://open-policy-agent.github.io/gatekeeper/charts\n    chart: gatekeeper\n    targetRevision: 3.23.1",
+			"valuesObject: {validatingWebhookFailurePolicy: Fail, pdb: {controllerManager: {minAvailable: 0}}}")},
+			[]string{"installs Gatekeeper's Helm chart with validatingWebhookFailurePolicy: Fail, 3 replicas and the chart's PodDisruptionBudget with minAvailable: 0, which lets all of them be evicted at once"}},
+		{"Gatekeeper's chart: minAvailable removed", []string{app("repoURL: https://open-policy-agent.github.io/gatekeeper/charts\n    chart: gatekeeper\n    targetRevision: 3.23.1",
+			"valuesObject: {replicas: 2, mutatingWebhookFailurePolicy: Fail, pdb: {controllerManager: {minAvailable: null}}}")},
+			[]string{"2 replicas and the chart's PodDisruptionBudget with no minAvailable (pdb.controllerManager.minAvailable: null)"}},
+		{"Gatekeeper's chart: fail closed, the chart's budget", []string{app("repoURL: https://open-policy-agent.github.io/gatekeeper/charts\n    chart: gatekeeper\n    targetRevision: 3.23.1",
+			"valuesObject: {replicas: 2, validatingWebhookFailurePolicy: Fail, pdb: {controllerManager: {minAvailable: \"50%\"}}}")}, nil},
+		{"Gatekeeper's chart: fails open, the budget keeps none", []string{app("repoURL: https://open-policy-agent.github.io/gatekeeper/charts\n    chart: gatekeeper\n    targetRevision: 3.23.1",
+			"valuesObject: {pdb: {controllerManager: {minAvailable: 0}}}")}, nil},
 		// Each source's values are its own: another source's values do not
 		// reach Gatekeeper's chart.
 		{"Gatekeeper's chart: another source's values", []string{`apiVersion: argoproj.io/v1alpha1
