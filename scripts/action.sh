@@ -10,7 +10,10 @@
 #   INPUT_SARIF    where the SARIF goes (default truce.sarif)
 #   INPUT_FORMAT   another format to write as well (junit, json, html, text),
 #                  by a second run, to INPUT_REPORT (default truce.<ext>)
-#   INPUT_TRUCE    a truce binary to use; empty builds the action's own source
+#   INPUT_TRUCE    a truce binary to use (the Kyverno helper truce-kyverno
+#                  beside it, as in a release archive); empty builds the
+#                  action's own source, and the helper when the paths
+#                  mention Kyverno
 # and writes sarif=, report= and exit-code= to $GITHUB_OUTPUT and the
 # summary to $GITHUB_STEP_SUMMARY (both optional, for running it by hand).
 set -uo pipefail
@@ -35,6 +38,19 @@ if [[ -z $truce ]]; then
 		exit 2
 	}
 	echo "::endgroup::"
+	# Kyverno's policies run in a helper of its own module, which truce
+	# finds beside itself: built only when the paths mention Kyverno (its
+	# policies, its chart), since it takes minutes on a cold cache.
+	read -ra look <<<"$(echo "$paths ${INPUT_CLUSTER:-}" | tr '\n' ' ')"
+	if grep -rqsil --include='*.yaml' --include='*.yml' --include='*.json' kyverno -- "${look[@]}"; then
+		echo "::group::Building the Kyverno helper from $src"
+		(cd "$src/engine/kyverno/helper" && CGO_ENABLED=0 go build -trimpath -o "$(dirname "$truce")/truce-kyverno" ./cmd/truce-kyverno) || {
+			echo "::error::building the Kyverno helper failed"
+			echo "exit-code=2" >>"$output"
+			exit 2
+		}
+		echo "::endgroup::"
+	fi
 fi
 
 read -ra args <<<"$(echo "$paths" | tr '\n' ' ')"

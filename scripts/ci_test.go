@@ -107,6 +107,18 @@ func TestAction(t *testing.T) {
 			},
 		},
 		{
+			// Without a binary the action builds truce from its source,
+			// and the Kyverno helper beside it for a repository with
+			// Kyverno policies (else truce could not run them).
+			name:     "built from source with the Kyverno helper",
+			inputs:   map[string]string{"INPUT_TRUCE": "", "INPUT_PATHS": "examples/kyverno-generate"},
+			wantCode: 1,
+			wantSummary: []string{
+				"| argocd | shop | 6 | 1 | 0 | 0 | 1 | 0 | 4 |",
+			},
+			wantResults: []string{"truce/loop", "truce/pruned", "truce/setting"},
+		},
+		{
 			name:        "an error is exit 2, said in the summary",
 			inputs:      map[string]string{"INPUT_PATHS": "examples/no-such-example"},
 			wantCode:    2,
