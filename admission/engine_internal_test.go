@@ -31,3 +31,16 @@ func TestEngineUnpredictable(t *testing.T) {
 		})
 	}
 }
+
+func TestFailurePolicyDecided(t *testing.T) {
+	for entry, want := range map[string]bool{
+		"mutating webhook sidecar.example.com (istio-system/istiod)":                                       true,
+		"validating webhook check.example.com (10.0.0.1:443)":                                              true,
+		"webhook mutation.gatekeeper.sh: Gatekeeper mutators take a value from external data (Provider p)": false,
+		"webhook validate.kyverno.svc-fail: image verification":                                            false,
+	} {
+		if got := FailurePolicyDecided(entry); got != want {
+			t.Errorf("FailurePolicyDecided(%q) = %v, want %v", entry, got, want)
+		}
+	}
+}

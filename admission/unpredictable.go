@@ -5,10 +5,19 @@ import (
 	"net"
 	"net/url"
 	"sort"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
+
+// FailurePolicyDecided reports whether an entry of Result.Unpredictable
+// names a webhook that could not be called offline, whose failurePolicy
+// then decided (webhookNames), rather than an engine's own account of
+// what it could not know (engineUnpredictable).
+func FailurePolicyDecided(entry string) bool {
+	return strings.HasPrefix(entry, "mutating webhook ") || strings.HasPrefix(entry, "validating webhook ")
+}
 
 // webhookNames maps the endpoints truce could not call ("namespace/service"
 // or "host:port") to the webhooks configured with them, so a result names

@@ -70,6 +70,15 @@ spec:
   parameters: {assignTag: ":2"}
 `}, []string{"gatekeeper-mutators-compete: Assign z sets /spec/containers/0/image of a probe Pod in namespace default to \"nginx:1\", and AssignImage a"}},
 		{"a mutator Gatekeeper cannot build is left to its API", []string{assign("bad", "Pod", "metadata.labels.x", "y")}, nil},
+		// The value a provider would give is unknown, not a failure.
+		{"external data is no failure", []string{`apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata: {name: digest}
+spec:
+  applyTo: [{groups: [apps], kinds: [Deployment], versions: [v1]}]
+  location: "spec.template.spec.containers[name: *].image"
+  parameters: {assign: {externalData: {provider: tag-to-digest, dataSource: ValueAtLocation}}}
+`, web}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

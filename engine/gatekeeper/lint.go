@@ -122,7 +122,11 @@ func mutateWith(ctx context.Context, sys *mutation.System, obj *unstructured.Uns
 		Operation: admissionv1.Create,
 	}
 	if _, err := sys.Mutate(ctx, mutable); err != nil {
-		return nil, fmt.Errorf("mutating %s %s with Gatekeeper: %w", obj.GetKind(), obj.GetName(), err)
+		// What an external data provider would write is unknown, not a
+		// failure: those fields keep their values (see mutateRequest).
+		if len(unresolved(out.Object, obj.Object)) == 0 {
+			return nil, fmt.Errorf("mutating %s %s with Gatekeeper: %w", obj.GetKind(), obj.GetName(), err)
+		}
 	}
 	return out, nil
 }

@@ -2,10 +2,15 @@ package gatekeeper
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 
+	"github.com/open-policy-agent/gatekeeper/v3/apis/mutations/unversioned"
 	"github.com/open-policy-agent/gatekeeper/v3/pkg/controller/config/process"
 	"github.com/open-policy-agent/gatekeeper/v3/pkg/mutation"
 	"github.com/open-policy-agent/gatekeeper/v3/pkg/mutation/match"
@@ -15,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	truceadmission "github.com/truce-dev/truce/admission"
 )
 
 // mutatePath is where Gatekeeper's mutating webhook configuration calls it.
@@ -102,10 +109,25 @@ func (h *mutationHandler) mutateRequest(ctx context.Context, req *admission.Requ
 		Operation: req.Operation,
 	}
 	mutated, err := h.system.Mutate(ctx, mutable)
+	var audit map[string]string
 	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, err)
-	}
-	if !mutated {
+		// Gatekeeper resolves external data last, once its mutators
+		// settle; truce calls no provider, so that step fails with the
+		// placeholders still in the object. The value a provider would
+		// give is unknown: the write is unpredictable, the rest of the
+		// mutation stands.
+		original := map[string]any{}
+		if jerr := json.Unmarshal(req.Object.Raw, &original); jerr != nil {
+			return admission.Errored(http.StatusInternalServerError, err)
+		}
+		providers := unresolved(mutable.Object.Object, original)
+		if len(providers) == 0 {
+			return admission.Errored(http.StatusInternalServerError, err)
+		}
+		audit = map[string]string{truceadmission.UnpredictableAnnotation: fmt.Sprintf(
+			"Gatekeeper mutators take a value from external data (Provider %s), which truce does not call offline",
+			strings.Join(providers, ", "))}
+	} else if !mutated {
 		return admission.Allowed("Resource was not mutated")
 	}
 	mutable.Object.SetNamespace(oldNS)
@@ -113,7 +135,50 @@ func (h *mutationHandler) mutateRequest(ctx context.Context, req *admission.Requ
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	return admission.PatchResponseFromRaw(req.Object.Raw, newJSON)
+	resp := admission.PatchResponseFromRaw(req.Object.Raw, newJSON)
+	resp.AuditAnnotations = audit
+	return resp
+}
+
+// unresolved puts back, where Gatekeeper's mutators left external data
+// placeholders in obj, what the object held there before (original; the
+// field is removed where it held nothing), and returns the providers the
+// placeholders name, sorted.
+func unresolved(obj, original any) []string {
+	providers := map[string]bool{}
+	var walk func(obj, original any)
+	walk = func(obj, original any) {
+		switch o := obj.(type) {
+		case map[string]any:
+			before, _ := original.(map[string]any)
+			for k, v := range o {
+				p, ok := v.(*unversioned.ExternalDataPlaceholder)
+				if !ok {
+					walk(v, before[k])
+					continue
+				}
+				if p.Ref != nil {
+					providers[p.Ref.Provider] = true
+				}
+				if was, ok := before[k]; ok {
+					o[k] = runtime.DeepCopyJSONValue(was)
+				} else {
+					delete(o, k)
+				}
+			}
+		case []any:
+			before, _ := original.([]any)
+			for i, v := range o {
+				var was any
+				if i < len(before) {
+					was = before[i]
+				}
+				walk(v, was)
+			}
+		}
+	}
+	walk(obj, original)
+	return slices.Sorted(maps.Keys(providers))
 }
 
 // isExcludedNamespace is Gatekeeper's webhookHandler.skipExcludedNamespace

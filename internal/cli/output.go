@@ -68,7 +68,11 @@ func printText(w io.Writer, results []*admission.Result) error {
 			fmt.Fprintf(w, "    audit: %s=%s\n", k, r.AuditAnnotations[k])
 		}
 		for _, u := range r.Unpredictable {
-			fmt.Fprintf(w, "    unpredictable: webhook %s could not be called offline; its failurePolicy decided\n", u)
+			if admission.FailurePolicyDecided(u) {
+				fmt.Fprintf(w, "    unpredictable: %s could not be called offline; its failurePolicy decided\n", u)
+			} else {
+				fmt.Fprintf(w, "    unpredictable: %s\n", u)
+			}
 		}
 		for _, n := range r.Notes {
 			fmt.Fprintf(w, "    note: %s\n", n)
