@@ -13,7 +13,8 @@ import (
 // A mutator whose value comes from an external data provider cannot be
 // predicted offline: truce calls no provider. The write it changes is
 // reported unpredictable, naming the provider, the field it would set
-// keeps what the write held, and the other mutators still apply. (Before,
+// keeps the value it held when the mutator ran, and the other mutators
+// still apply. (Before,
 // Gatekeeper's failure to reach the provider denied the write: a false
 // rejection.)
 func TestExternalDataIsUnpredictable(t *testing.T) {
@@ -76,6 +77,23 @@ spec:
 		namespace:     "apps",
 		unpredictable: "(Provider owners, tag-to-digest)",
 		want:          map[string]any{"/metadata/labels/owner": nil, "/spec/template/spec/containers/0/image": "nginx:1.27"},
+	}, {
+		// Gatekeeper's own example (test/externaldata/dummy-provider):
+		// a sidecar Assign adds a container, external data then sets its
+		// image; the image the sidecar gave stays.
+		name: "a value another mutator set stays",
+		policies: strings.ReplaceAll(externalImage, "%s", "Fail") + `---
+apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata: {name: a-sidecar}
+spec:
+  applyTo: [{groups: [apps], kinds: [Deployment], versions: [v1]}]
+  location: "spec.template.spec.containers[name:networking]"
+  parameters: {assign: {value: {name: networking, image: busybox}}}
+`,
+		namespace:     "apps",
+		unpredictable: "(Provider tag-to-digest)",
+		want:          map[string]any{"/spec/template/spec/containers/1/image": "busybox", "/spec/template/spec/containers/0/image": "nginx:1.27"},
 	}, {
 		name:      "a write the mutator does not match is predicted",
 		policies:  strings.ReplaceAll(externalImage, "%s", "Fail") + "---" + replicas,

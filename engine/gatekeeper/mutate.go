@@ -140,10 +140,13 @@ func (h *mutationHandler) mutateRequest(ctx context.Context, req *admission.Requ
 	return resp
 }
 
-// unresolved puts back, where Gatekeeper's mutators left external data
-// placeholders in obj, what the object held there before (original; the
-// field is removed where it held nothing), and returns the providers the
-// placeholders name, sorted.
+// unresolved replaces the external data placeholders Gatekeeper's
+// mutators left in obj and returns the providers they name, sorted. A
+// placeholder keyed by the value at its location gets that value (the
+// field as the mutators before it left it: what Gatekeeper itself keeps
+// when a provider fails under failurePolicy Ignore); one keyed by the
+// username gets what the write held there (original), or is removed
+// where it held nothing.
 func unresolved(obj, original any) []string {
 	providers := map[string]bool{}
 	var walk func(obj, original any)
@@ -160,9 +163,12 @@ func unresolved(obj, original any) []string {
 				if p.Ref != nil {
 					providers[p.Ref.Provider] = true
 				}
-				if was, ok := before[k]; ok {
+				switch was, ok := before[k]; {
+				case p.Ref == nil || p.Ref.DataSource != mutationtypes.DataSourceUsername:
+					o[k] = p.ValueAtLocation
+				case ok:
 					o[k] = runtime.DeepCopyJSONValue(was)
-				} else {
+				default:
 					delete(o, k)
 				}
 			}
