@@ -124,7 +124,7 @@ func mutateWith(ctx context.Context, sys *mutation.System, obj *unstructured.Uns
 	if _, err := sys.Mutate(ctx, mutable); err != nil {
 		// What an external data provider would write is unknown, not a
 		// failure: those fields keep their values (see mutateRequest).
-		if len(unresolved(out.Object, obj.Object)) == 0 {
+		if !externalDataUnresolved(err) || len(unresolved(out.Object, obj.Object)) == 0 {
 			return nil, fmt.Errorf("mutating %s %s with Gatekeeper: %w", obj.GetKind(), obj.GetName(), err)
 		}
 	}

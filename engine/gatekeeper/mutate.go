@@ -110,7 +110,8 @@ func (h *mutationHandler) mutateRequest(ctx context.Context, req *admission.Requ
 	}
 	mutated, err := h.system.Mutate(ctx, mutable)
 	var audit map[string]string
-	if err != nil {
+	switch {
+	case externalDataUnresolved(err):
 		// Gatekeeper resolves external data last, once its mutators
 		// settle; truce calls no provider, so that step fails with the
 		// placeholders still in the object. The value a provider would
@@ -127,7 +128,9 @@ func (h *mutationHandler) mutateRequest(ctx context.Context, req *admission.Requ
 		audit = map[string]string{truceadmission.UnpredictableAnnotation: fmt.Sprintf(
 			"Gatekeeper mutators take a value from external data (Provider %s), which truce does not call offline",
 			strings.Join(providers, ", "))}
-	} else if !mutated {
+	case err != nil:
+		return admission.Errored(http.StatusInternalServerError, err)
+	case !mutated:
 		return admission.Allowed("Resource was not mutated")
 	}
 	mutable.Object.SetNamespace(oldNS)
@@ -138,6 +141,16 @@ func (h *mutationHandler) mutateRequest(ctx context.Context, req *admission.Requ
 	resp := admission.PatchResponseFromRaw(req.Object.Raw, newJSON)
 	resp.AuditAnnotations = audit
 	return resp
+}
+
+// externalDataUnresolved reports whether err is Gatekeeper's mutation
+// system failing to resolve its external data placeholders, the last step
+// of a mutation that settled (System.Mutate), rather than a mutator
+// failing or ErrNotConverging, which its webhook answers with a denial.
+// Gatekeeper has no sentinel error for it: its message is matched.
+func externalDataUnresolved(err error) bool {
+	return err != nil && !errors.Is(err, mutation.ErrNotConverging) &&
+		strings.HasPrefix(err.Error(), "failed to resolve external data placeholders")
 }
 
 // unresolved replaces the external data placeholders Gatekeeper's
