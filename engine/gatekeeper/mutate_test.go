@@ -292,29 +292,38 @@ spec:
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			chain := newChain(t, namespaces+"\n---\n"+tc.policies)
-			obj := objects(t, strings.ReplaceAll(deployment, "%s", tc.namespace))[0]
-			res, err := chain.Admit(context.Background(), admission.Request{Object: obj})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !res.Allowed {
-				t.Fatalf("denied: %s", res.Message)
-			}
-			for ptr, want := range tc.want {
-				got, ok := pointer(res.Object, ptr)
-				if want == nil {
-					if ok {
-						t.Errorf("%s = %v, want it absent", ptr, got)
-					}
-					continue
-				}
-				if diff := cmp.Diff(want, got); diff != "" {
-					t.Errorf("%s (-want +got):\n%s", ptr, diff)
-				}
-			}
+			admitDeployment(t, tc.policies, tc.namespace, tc.want)
 		})
 	}
+}
+
+// admitDeployment admits the test Deployment in namespace through a chain
+// of the test namespaces and policies, and checks the fields want of what
+// it stores (JSON pointers; nil: absent). The write must be allowed.
+func admitDeployment(t *testing.T, policies, namespace string, want map[string]any) *admission.Result {
+	t.Helper()
+	chain := newChain(t, namespaces+"\n---\n"+policies)
+	obj := objects(t, strings.ReplaceAll(deployment, "%s", namespace))[0]
+	res, err := chain.Admit(context.Background(), admission.Request{Object: obj})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Allowed {
+		t.Fatalf("denied: %s", res.Message)
+	}
+	for ptr, w := range want {
+		got, ok := pointer(res.Object, ptr)
+		if w == nil {
+			if ok {
+				t.Errorf("%s = %v, want it absent", ptr, got)
+			}
+			continue
+		}
+		if diff := cmp.Diff(w, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", ptr, diff)
+		}
+	}
+	return res
 }
 
 func TestInstall(t *testing.T) {
