@@ -51,25 +51,9 @@ func disruptionBudget(in *Input, w replicated) (budget, error) {
 			continue
 		}
 		replicas := int(w.replicas)
-		var keep int
-		var what string
-		switch {
-		case pdb.Spec.MaxUnavailable != nil:
-			n, err := intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MaxUnavailable, replicas, true)
-			if err != nil {
-				return budget{}, fmt.Errorf("%s: PodDisruptionBudget spec.maxUnavailable: %w", where(o), err)
-			}
-			keep, what = replicas-n, "maxUnavailable: "+pdb.Spec.MaxUnavailable.String()
-		case pdb.Spec.MinAvailable != nil:
-			n, err := intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MinAvailable, replicas, true)
-			if err != nil {
-				return budget{}, fmt.Errorf("%s: PodDisruptionBudget spec.minAvailable: %w", where(o), err)
-			}
-			keep, what = n, "minAvailable: "+pdb.Spec.MinAvailable.String()
-		default:
-			// Neither set: policy/v1 has no default, and the
-			// disruption controller then keeps none.
-			keep, what = 0, "neither minAvailable nor maxUnavailable"
+		keep, what, err := desiredHealthy(pdb.Spec.MinAvailable, pdb.Spec.MaxUnavailable, replicas)
+		if err != nil {
+			return budget{}, fmt.Errorf("%s: PodDisruptionBudget spec.%w", where(o), err)
 		}
 		b.pdbs = append(b.pdbs, fmt.Sprintf("PodDisruptionBudget %s/%s (%s)", pdb.Namespace, pdb.Name, what))
 		if len(b.pdbs) > 1 {
@@ -78,6 +62,29 @@ func disruptionBudget(in *Input, w replicated) (budget, error) {
 		b.keep = max(keep, 0)
 	}
 	return b, nil
+}
+
+// desiredHealthy is how many of replicas Pods a budget with minAvailable
+// or maxUnavailable (maxUnavailable first) keeps: the disruption
+// controller's desiredHealthy (pkg/controller/disruption), percentages of
+// the replicas rounded up; with neither set (policy/v1 has no default) it
+// keeps none. what says which field decided; an error names the field.
+func desiredHealthy(minAvailable, maxUnavailable *intstr.IntOrString, replicas int) (keep int, what string, err error) {
+	switch {
+	case maxUnavailable != nil:
+		n, err := intstr.GetScaledValueFromIntOrPercent(maxUnavailable, replicas, true)
+		if err != nil {
+			return 0, "", fmt.Errorf("maxUnavailable: %w", err)
+		}
+		return replicas - n, "maxUnavailable: " + maxUnavailable.String(), nil
+	case minAvailable != nil:
+		n, err := intstr.GetScaledValueFromIntOrPercent(minAvailable, replicas, true)
+		if err != nil {
+			return 0, "", fmt.Errorf("minAvailable: %w", err)
+		}
+		return n, "minAvailable: " + minAvailable.String(), nil
+	}
+	return 0, "neither minAvailable nor maxUnavailable", nil
 }
 
 // replicaProblem says why w, serving a fail-closed webhook, can be left

@@ -206,13 +206,20 @@ func kyvernoFailClosedPolicies(in *Input) []string {
 // valueInt reads a number of Helm values at path.
 func valueInt(values map[string]any, path ...string) (int64, bool) {
 	v, ok, _ := unstructured.NestedFieldNoCopy(values, path...)
+	n, isNumber := number(v)
+	return n, ok && isNumber
+}
+
+// number is a value of a chart's values that is a number (YAML and JSON
+// decode numbers as int64 or float64).
+func number(v any) (int64, bool) {
 	switch n := v.(type) {
 	case int64:
-		return n, ok
+		return n, true
 	case float64:
-		return int64(n), ok
+		return int64(n), true
 	case int:
-		return int64(n), ok
+		return int64(n), true
 	}
 	return 0, false
 }
@@ -318,23 +325,32 @@ const gatekeeperChartReplicas = 3
 // chart fails to render ("Cannot set both"), which is not this rule's
 // finding: it then reports the replicas as kept.
 func kyvernoChartBudget(values map[string]any, replicas int) (string, int, error) {
-	const at = "admissionController.podDisruptionBudget."
 	minimum, found, _ := unstructured.NestedFieldNoCopy(values, "admissionController", "podDisruptionBudget", "minAvailable")
 	if !found {
 		minimum = int64(1)
 	}
-	if v, _, _ := unstructured.NestedFieldNoCopy(values, "admissionController", "podDisruptionBudget", "maxUnavailable"); !helmEmpty(v) {
-		if !helmEmpty(minimum) {
-			return "", replicas, nil
-		}
-		n, err := scaled(v, replicas, at+"maxUnavailable")
-		return fmt.Sprintf("maxUnavailable: %v", v), replicas - n, err
+	maximum, _, _ := unstructured.NestedFieldNoCopy(values, "admissionController", "podDisruptionBudget", "maxUnavailable")
+	if !helmEmpty(maximum) && !helmEmpty(minimum) {
+		return "", replicas, nil
 	}
 	if helmEmpty(minimum) {
 		minimum = int64(1)
 	}
-	n, err := scaled(minimum, replicas, at+"minAvailable")
-	return fmt.Sprintf("minAvailable: %v", minimum), n, err
+	var minAvailable, maxUnavailable *intstr.IntOrString
+	var err error
+	if helmEmpty(maximum) {
+		minAvailable, err = intOrString(minimum)
+	} else {
+		maxUnavailable, err = intOrString(maximum)
+	}
+	if err != nil {
+		return "", 0, fmt.Errorf("admissionController.podDisruptionBudget: %w", err)
+	}
+	keep, what, err := desiredHealthy(minAvailable, maxUnavailable, replicas)
+	if err != nil {
+		return "", 0, fmt.Errorf("admissionController.podDisruptionBudget.%w", err)
+	}
+	return what, keep, nil
 }
 
 // gatekeeperChartBudget is what the PodDisruptionBudget Gatekeeper's chart
@@ -350,50 +366,41 @@ func gatekeeperChartBudget(values map[string]any, replicas int) (string, int, er
 	case v == nil:
 		return "no minAvailable (pdb.controllerManager.minAvailable: null)", 0, nil
 	}
-	n, err := scaled(v, replicas, "pdb.controllerManager.minAvailable")
-	return fmt.Sprintf("minAvailable: %v", v), n, err
+	minAvailable, err := intOrString(v)
+	if err != nil {
+		return "", 0, fmt.Errorf("pdb.controllerManager.minAvailable: %w", err)
+	}
+	keep, what, err := desiredHealthy(minAvailable, nil, replicas)
+	if err != nil {
+		return "", 0, fmt.Errorf("pdb.controllerManager.%w", err)
+	}
+	return what, keep, nil
 }
 
 // helmEmpty is Go templates' and Sprig's "empty": what `if` skips and
 // `default` replaces.
 func helmEmpty(v any) bool {
-	switch v := v.(type) {
-	case nil:
-		return true
-	case string:
-		return v == ""
-	case bool:
-		return !v
-	case int64:
-		return v == 0
-	case float64:
-		return v == 0
-	case int:
-		return v == 0
+	if s, ok := v.(string); ok {
+		return s == ""
 	}
-	return false
+	if b, ok := v.(bool); ok {
+		return !b
+	}
+	n, ok := number(v)
+	return v == nil || ok && n == 0
 }
 
-// scaled is a budget value of a chart's values (a number, or a string the
-// template writes as a number or a percentage) as the disruption
-// controller scales it to replicas: percentages rounded up.
-func scaled(v any, replicas int, key string) (int, error) {
-	var x intstr.IntOrString
-	switch v := v.(type) {
-	case int64:
-		x = intstr.FromInt32(int32(v))
-	case float64:
-		x = intstr.FromInt32(int32(v))
-	case int:
-		x = intstr.FromInt32(int32(v))
-	case string:
-		x = intstr.Parse(v)
-	default:
-		return 0, fmt.Errorf("%s: %v is neither a number nor a percentage", key, v)
+// intOrString is a budget value of a chart's values as its template
+// writes it into the PodDisruptionBudget: a number, or a string (a
+// number or a percentage).
+func intOrString(v any) (*intstr.IntOrString, error) {
+	if s, ok := v.(string); ok {
+		x := intstr.Parse(s)
+		return &x, nil
 	}
-	n, err := intstr.GetScaledValueFromIntOrPercent(&x, replicas, true)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", key, err)
+	if n, ok := number(v); ok {
+		x := intstr.FromInt32(int32(n))
+		return &x, nil
 	}
-	return n, nil
+	return nil, fmt.Errorf("%v is neither a number nor a percentage", v)
 }
