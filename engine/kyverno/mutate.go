@@ -130,9 +130,8 @@ func (w *mutateWriter) Act(ctx context.Context, c cluster.Cluster) error {
 	return nil
 }
 
-// logErrors shows the UpdateRequests Kyverno failed when its logs were
-// asked for ($TRUCE_KYVERNO_LOG): the controller retries them, and the
-// simulation, like the cluster, sees only what was written.
+// failed keeps what Kyverno's controllers failed at for who as the
+// engine's notes, and logs it when asked.
 func (b *background) failed(who string, errs []string) {
 	logErrors(who, errs)
 	if b.notes != nil {
@@ -140,6 +139,9 @@ func (b *background) failed(who string, errs []string) {
 	}
 }
 
+// logErrors shows the UpdateRequests Kyverno failed when its logs were
+// asked for ($TRUCE_KYVERNO_LOG): the controller retries them, and the
+// simulation, like the cluster, sees only what was written.
 func logErrors(who string, errs []string) {
 	if len(errs) == 0 || os.Getenv(LogEnv) == "" {
 		return

@@ -29,6 +29,11 @@ const maxFailureNotes = 5
 func (n *notes) add(note string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.addLocked(note)
+}
+
+// addLocked keeps note unless it is kept already; n.mu is held.
+func (n *notes) addLocked(note string) {
 	if n.seen[note] {
 		return
 	}
@@ -45,24 +50,22 @@ func (n *notes) add(note string) {
 // must too. Past maxFailureNotes distinct ones, a last note says more
 // were left out.
 func (n *notes) failures(who string, errs []string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	for _, e := range errs {
-		note := who + ": " + e
-		n.mu.Lock()
-		known := n.seen[note]
-		count := n.per[who]
-		if !known {
-			if n.per == nil {
-				n.per = map[string]int{}
-			}
-			n.per[who] = count + 1
+		if n.seen[who+": "+e] {
+			continue
 		}
-		n.mu.Unlock()
+		if n.per == nil {
+			n.per = map[string]int{}
+		}
+		count := n.per[who]
+		n.per[who] = count + 1
 		switch {
-		case known:
 		case count < maxFailureNotes:
-			n.add(note)
+			n.addLocked(who + ": " + e)
 		case count == maxFailureNotes:
-			n.add(fmt.Sprintf("%s: more failures than the %d above (%s=1 logs every one)", who, maxFailureNotes, LogEnv))
+			n.addLocked(fmt.Sprintf("%s: more failures than the %d above (%s=1 logs every one)", who, maxFailureNotes, LogEnv))
 		}
 	}
 }
