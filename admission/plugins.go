@@ -73,10 +73,11 @@ type pluginDeps struct {
 	authInfo        webhook.AuthenticationInfoResolverWrapper
 	stopCh          <-chan struct{}
 	decorator       k8sadmission.Decorator
-	// cache, when set, holds compiled policies shared with other chains.
+	// cache, when set, holds compiled policies shared with other chains;
+	// without it the chain compiles into a cache of its own.
 	cache *Cache
-	// sources learns when the policy plugins built with cache have
-	// compiled their policies.
+	// sources learns when the policy plugins have compiled their
+	// policies.
 	sources *policySources
 	// celEnv is the chain's celEnvironment(), part of the cache's keys.
 	celEnv string
@@ -86,10 +87,19 @@ type pluginDeps struct {
 // (pkg/controlplane/apiserver.CreateConfig and AdmissionOptions.ApplyTo): the
 // same registered plugins, initializers and reinvocation wrapper.
 func newPluginChain(names []string, d pluginDeps) (k8sadmission.Interface, error) {
-	plugins := kubeoptions.NewAdmissionOptions().GenericAdmission.Plugins
-	if d.cache != nil {
-		plugins = cachingPlugins(d.cache, d.sources, d.celEnv)
+	// Every chain builds the policy plugins through truce's constructors,
+	// cache or not. Upstream's own constructors give the
+	// MutatingAdmissionPolicy dispatcher a type converter manager that
+	// knows no schema until its background poll of /openapi/v3 has run
+	// once. Until then it answers every write to a mutated kind with a 503
+	// ("Resource kind … not found"). kube-apiserver serves nothing that
+	// early, but a chain admits at once, and under CPU load the poll had
+	// not run yet.
+	cache := d.cache
+	if cache == nil {
+		cache = NewCache(0)
 	}
+	plugins := cachingPlugins(cache, d.sources, d.registry, d.celEnv)
 
 	quotaConfig, err := quotainstall.NewQuotaConfigurationForAdmission(d.informers, nil)
 	if err != nil {
@@ -115,7 +125,7 @@ func newPluginChain(names []string, d pluginDeps) (k8sadmission.Interface, error
 // cachingPlugins registers the plugins kube-apiserver registers
 // (genericoptions.NewAdmissionOptions, then kubeoptions'), with the two
 // policy plugins compiling through cache (env is celEnvironment()).
-func cachingPlugins(cache *Cache, sources *policySources, env string) *k8sadmission.Plugins {
+func cachingPlugins(cache *Cache, sources *policySources, registry *schema.Registry, env string) *k8sadmission.Plugins {
 	plugins := k8sadmission.NewPlugins()
 	lifecycle.Register(plugins)
 	validatingwebhook.Register(plugins)
@@ -124,7 +134,7 @@ func cachingPlugins(cache *Cache, sources *policySources, env string) *k8sadmiss
 		return newValidatingPolicyPlugin(cache, sources, env, config)
 	})
 	plugins.Register(mutating.PluginName, func(config io.Reader) (k8sadmission.Interface, error) {
-		return newMutatingPolicyPlugin(cache, sources, env, config)
+		return newMutatingPolicyPlugin(cache, sources, registry, env, config)
 	})
 	kubeoptions.RegisterAllAdmissionPlugins(plugins)
 	return plugins

@@ -162,7 +162,7 @@ validations:
 `, `validationActions: [Deny]`)
 
 // TestCacheSameResults admits the same writes through chains without a
-// cache (upstream's plugins as registered), with a fresh cache and with a
+// shared cache (each compiles its own), with a fresh cache and with a
 // cache already holding every policy, and compares every result.
 func TestCacheSameResults(t *testing.T) {
 	cases := []struct {

@@ -74,7 +74,7 @@ func newValidatingPolicyPlugin(cache *Cache, sources *policySources, env string,
 	return p, nil
 }
 
-func newMutatingPolicyPlugin(cache *Cache, sources *policySources, env string, configFile io.Reader) (*mutating.Plugin, error) {
+func newMutatingPolicyPlugin(cache *Cache, sources *policySources, registry *schema.Registry, env string, configFile io.Reader) (*mutating.Plugin, error) {
 	cfg, err := config.LoadMutatingConfig(configFile)
 	if err != nil {
 		return nil, err
@@ -104,11 +104,7 @@ func newMutatingPolicyPlugin(cache *Cache, sources *policySources, env string, c
 			)
 		},
 		func(a authorizer.UnconditionalAuthorizer, m *matching.Matcher, client kubernetes.Interface) generic.Dispatcher[mutating.PolicyHook] {
-			var tcm patch.TypeConverterManager = patch.NewTypeConverterManager(nil, client.Discovery().OpenAPIV3())
-			if d, ok := client.Discovery().(*discoveryClient); ok {
-				tcm = registryConverters{registry: d.registry}
-			}
-			return mutating.NewDispatcher(a, m, tcm)
+			return mutating.NewDispatcher(a, m, registryConverters{registry: registry})
 		},
 	)
 	p.SetStaticManifestsDir(cfg.StaticManifestsDir)
@@ -118,10 +114,12 @@ func newMutatingPolicyPlugin(cache *Cache, sources *policySources, env string, c
 // registryConverters gives the MutatingAdmissionPolicy dispatcher the
 // chain registry's type converters. Upstream's manager builds its own
 // from the document the registry serves it (patch.typeConverterManager:
-// the same managedfields.NewTypeConverter of the same bytes, refetched
-// when the document's generation changes), decoding the OpenAPI document
-// again for every chain; the registry's are shared by every chain of a
-// Cache, by the document's digest, and follow its CRDs.
+// the same managedfields.NewTypeConverter of the same bytes), but only
+// for the group-versions its background poll of the document list has
+// seen, every 5 s: until the first poll it knows none, and the dispatcher
+// refuses the write. The registry's converters are there when the chain
+// is, follow its CRDs at once, and are shared by every chain of a Cache,
+// by the document's digest.
 type registryConverters struct{ registry *schema.Registry }
 
 func (r registryConverters) GetTypeConverter(gvk k8sschema.GroupVersionKind) managedfields.TypeConverter {

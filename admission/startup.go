@@ -70,8 +70,7 @@ func (s *policySources) informer(inf cache.SharedIndexInformer) cache.SharedInde
 
 // wait returns once every source has compiled its policies, or ctx ends,
 // or after readyTimeout (the plugins' WaitForReady, which the chain asks
-// next, then says why). Plugins built by upstream's own constructors (no
-// Cache) are not known here; their WaitForReady still polls.
+// next, then says why).
 func (s *policySources) wait(ctx context.Context) error {
 	s.mu.Lock()
 	done := slices.Clone(s.done)
