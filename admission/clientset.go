@@ -15,6 +15,11 @@ type clientset struct {
 	registry *schema.Registry
 }
 
+// Discovery serves the chain's OpenAPI documents, as the server's loopback
+// client does. No plugin truce builds asks for them since the
+// MutatingAdmissionPolicy dispatcher takes the registry's type converters
+// directly (registryConverters); a plugin that does still gets the
+// chain's documents instead of fake discovery's client without a server.
 func (c *clientset) Discovery() discovery.DiscoveryInterfaces {
 	return &discoveryClient{DiscoveryInterfaces: c.Clientset.Discovery(), registry: c.registry}
 }
