@@ -38,6 +38,17 @@ type Noter interface {
 	Notes() []string
 }
 
+// Refuser is a PolicyEngine whose own webhook refuses some of its
+// configuration (Kyverno's validate-policy.kyverno.svc, failing closed):
+// such an object never reaches the cluster, so it must not be taken as
+// installed before a sync, where the sync would be refused it.
+type Refuser interface {
+	// Refusals returns, by index into objs, why the engine's webhook
+	// refuses to create each object of objs it refuses in a cluster
+	// holding cluster.
+	Refusals(ctx context.Context, cluster, objs []*unstructured.Unstructured) (map[int]string, error)
+}
+
 // Installation is what an engine adds to a cluster.
 type Installation struct {
 	// Objects are created by the engine, as the real engine creates them:

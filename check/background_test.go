@@ -91,7 +91,9 @@ metadata: {name: c, namespace: shop}
 			}
 			eng := &fakeBackground{err: tt.err}
 			engines := []admission.PolicyEngine{eng}
-			r.engineConfiguration(engines)
+			if err := r.engineConfiguration(context.Background(), engines); err != nil {
+				t.Fatal(err)
+			}
 			err = r.backgroundWriters(context.Background(), engines)
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
@@ -118,6 +120,99 @@ metadata: {name: c, namespace: shop}
 			}
 			if len(r.Findings) != 1 || r.Findings[0].Message != "Unpredictable: rule x reads a service" {
 				t.Errorf("findings %+v", r.Findings)
+			}
+		})
+	}
+}
+
+// refusingBackground is fakeBackground whose own webhook refuses the
+// Policies named in refuse.
+type refusingBackground struct {
+	fakeBackground
+	refuse map[string]bool
+	err    error
+}
+
+func (f *refusingBackground) Refusals(_ context.Context, _, objs []*unstructured.Unstructured) (map[int]string, error) {
+	out := map[int]string{}
+	for i, o := range objs {
+		if f.refuse[o.GetName()] {
+			out[i] = "invalid"
+		}
+	}
+	return out, f.err
+}
+
+// A policy the engine's own webhook refuses is not installed before the
+// sync: it stays a manifest (the sync is refused it) and no background
+// controller runs it; the others move to the base.
+func TestEngineRefusals(t *testing.T) {
+	const in = `apiVersion: example.com/v1
+kind: Policy
+metadata: {name: good}
+---
+apiVersion: example.com/v1
+kind: Policy
+metadata: {name: bad}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: c, namespace: shop}
+`
+	tests := []struct {
+		name              string
+		refuse            []string
+		err               error
+		desired, base, bg string
+		wantErr           string
+	}{
+		{name: "none refused", desired: "ConfigMap/c", base: "Policy/good Policy/bad", bg: "Policy/good Policy/bad ConfigMap/c"},
+		{name: "one refused", refuse: []string{"bad"}, desired: "Policy/bad ConfigMap/c", base: "Policy/good", bg: "Policy/good ConfigMap/c"},
+		{name: "engine fails", err: errors.New("boom"), wantErr: "fake: boom"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objs, err := manifest.Decode("repo.yaml", strings.NewReader(in), manifest.DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := Split(Input{Repository: objs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			eng := &refusingBackground{refuse: map[string]bool{}, err: tt.err}
+			for _, n := range tt.refuse {
+				eng.refuse[n] = true
+			}
+			engines := []admission.PolicyEngine{eng}
+			err = r.engineConfiguration(context.Background(), engines)
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("error %v, want %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var desired, base []string
+			for _, d := range r.Desired {
+				desired = append(desired, d.Object.GetKind()+"/"+d.Object.GetName())
+			}
+			for _, b := range r.Base {
+				base = append(base, b.Object.GetKind()+"/"+b.Object.GetName())
+			}
+			if got := strings.Join(desired, " "); got != tt.desired {
+				t.Errorf("desired %q, want %q", got, tt.desired)
+			}
+			if got := strings.Join(base, " "); got != tt.base {
+				t.Errorf("base %q, want %q", got, tt.base)
+			}
+			if err := r.backgroundWriters(context.Background(), engines); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(eng.got, " "); got != tt.bg {
+				t.Errorf("the background controllers saw %q, want %q", got, tt.bg)
 			}
 		})
 	}

@@ -84,6 +84,10 @@ type Repository struct {
 	Findings []report.Finding
 	// units are those the repository was read through (render/world).
 	units []*world.Unit
+	// refused are the manifests configuring a policy engine that its own
+	// webhook refuses (admission.Refuser): they stay desired, and no
+	// background controller runs them.
+	refused map[*unstructured.Unstructured]bool
 	// background are the policy engines' background controllers
 	// (Kyverno's generate rules), writers derived from the policies.
 	background []simulate.Background
@@ -170,21 +174,56 @@ func isAdmissionConfig(obj *unstructured.Unstructured) bool {
 // (Gatekeeper's mutators and constraints) into the base, as Split does with
 // the built-in admission configuration: the cluster holds them before the
 // application is synced. Namespaces, which engines also read, stay
-// manifests.
-func (r *Repository) engineConfiguration(engines []admission.PolicyEngine) {
+// manifests. So do those the engine's own webhook refuses (an invalid
+// Kyverno policy): the cluster never holds them, and the sync that applies
+// them is refused, as the real one is.
+func (r *Repository) engineConfiguration(ctx context.Context, engines []admission.PolicyEngine) error {
 	if len(engines) == 0 {
-		return
+		return nil
+	}
+	configures := func(d simulate.Desired) bool {
+		gk := d.Object.GroupVersionKind().GroupKind()
+		return gk.Group != "" && slices.ContainsFunc(engines, func(e admission.PolicyEngine) bool { return e.Configures(gk) })
+	}
+	var config []*unstructured.Unstructured
+	for _, d := range r.Desired {
+		if configures(d) {
+			config = append(config, d.Object)
+		}
+	}
+	if len(config) == 0 {
+		return nil
+	}
+	base := make([]*unstructured.Unstructured, len(r.Base))
+	for i, o := range r.Base {
+		base[i] = o.Object
+	}
+	for _, e := range engines {
+		rf, ok := e.(admission.Refuser)
+		if !ok {
+			continue
+		}
+		refusals, err := rf.Refusals(ctx, base, config)
+		if err != nil {
+			return fmt.Errorf("%s: %w", e.Name(), err)
+		}
+		for i := range refusals {
+			if r.refused == nil {
+				r.refused = map[*unstructured.Unstructured]bool{}
+			}
+			r.refused[config[i]] = true
+		}
 	}
 	kept := r.Desired[:0]
 	for _, d := range r.Desired {
-		gk := d.Object.GroupVersionKind().GroupKind()
-		if gk.Group != "" && slices.ContainsFunc(engines, func(e admission.PolicyEngine) bool { return e.Configures(gk) }) {
+		if configures(d) && !r.refused[d.Object] {
 			r.Base = append(r.Base, manifest.Object{Source: d.Source, Object: d.Object})
 			continue
 		}
 		kept = append(kept, d)
 	}
 	r.Desired = kept
+	return nil
 }
 
 // backgroundWriters asks the engines that run background controllers
@@ -198,7 +237,9 @@ func (r *Repository) backgroundWriters(ctx context.Context, engines []admission.
 		objs = append(objs, o.Object)
 	}
 	for _, d := range r.Desired {
-		objs = append(objs, d.Object)
+		if !r.refused[d.Object] {
+			objs = append(objs, d.Object)
+		}
 	}
 	for _, e := range engines {
 		be, ok := e.(simulate.BackgroundEngine)

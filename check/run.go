@@ -139,7 +139,9 @@ func Prepare(ctx context.Context, in Input, opts Options, scopes *Scopes) (*Repo
 		return nil, err
 	}
 	repo.src = in
-	repo.engineConfiguration(opts.Admission.Engines)
+	if err := repo.engineConfiguration(ctx, opts.Admission.Engines); err != nil {
+		return nil, err
+	}
 	if err := repo.backgroundWriters(ctx, opts.Admission.Engines); err != nil {
 		return nil, err
 	}

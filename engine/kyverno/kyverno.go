@@ -27,6 +27,7 @@ import (
 	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/engine/kyverno/helper/protocol"
 	"github.com/truce-dev/truce/internal/certs"
+	"github.com/truce-dev/truce/schema"
 )
 
 // Version is the Kyverno release the helper is built from.
@@ -183,14 +184,16 @@ func (e *Engine) Install(ctx context.Context, objs []*unstructured.Unstructured)
 	for _, c := range e.crds {
 		inst.Objects = append(inst.Objects, c.DeepCopy())
 	}
-	if !HasPolicies(objs) {
-		return inst, nil
-	}
+	// Kyverno's own webhook for its policies (validate-policy.kyverno.svc)
+	// is there with no policy at all: the first one written meets it.
 	reg, err := registry(append(objs, e.crds...))
 	if err != nil {
 		return nil, err
 	}
-	load := &protocol.LoadRequest{Resources: discovery(reg), CABundle: e.ca.PEM}
+	load, err := e.loadRequest(reg)
+	if err != nil {
+		return nil, err
+	}
 	// Kyverno's admission policy generator runs first: the policies it
 	// turns into ValidatingAdmissionPolicies and MutatingAdmissionPolicies
 	// are the API server's to evaluate, and Kyverno's webhook leaves them
@@ -205,11 +208,6 @@ func (e *Engine) Install(ctx context.Context, objs []*unstructured.Unstructured)
 			continue
 		}
 		o = gen.withGeneratedStatus(o)
-		if mutatingPolicyKinds[o.GroupVersionKind().GroupKind()] && load.OpenAPI == nil {
-			if load.OpenAPI, err = e.docs.gzipped(reg.OpenAPIClient()); err != nil {
-				return nil, fmt.Errorf("the cluster's OpenAPI documents for Kyverno's MutatingPolicies: %w", err)
-			}
-		}
 		raw, err := json.Marshal(o.Object)
 		if err != nil {
 			return nil, err
@@ -232,6 +230,18 @@ func (e *Engine) Install(ctx context.Context, objs []*unstructured.Unstructured)
 		Service: {Handler: &reviewHandler{h: e.h, set: resp.Set}, Certificate: e.cert},
 	}
 	return inst, nil
+}
+
+// loadRequest is a load of no objects yet into a cluster serving reg.
+// The OpenAPI documents go with every load: MutatingPolicies apply their
+// ApplyConfigurations with them, and the policy webhook type-checks a
+// ClusterPolicy's validate.cel expressions against them (its warnings).
+func (e *Engine) loadRequest(reg *schema.Registry) (*protocol.LoadRequest, error) {
+	docs, err := e.docs.gzipped(reg.OpenAPIClient())
+	if err != nil {
+		return nil, fmt.Errorf("the cluster's OpenAPI documents for Kyverno: %w", err)
+	}
+	return &protocol.LoadRequest{Resources: discovery(reg), CABundle: e.ca.PEM, ServerVersion: admission.KubernetesVersion, OpenAPI: docs}, nil
 }
 
 // readByKyverno reports whether Kyverno's informers see o: its policies

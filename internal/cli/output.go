@@ -52,7 +52,12 @@ func printText(w io.Writer, results []*admission.Result) error {
 		if r.Allowed {
 			fmt.Fprintf(w, "%s  %s %s: admitted\n", r.Source, r.Operation, id)
 		} else {
-			fmt.Fprintf(w, "%s  %s %s: DENIED (%d %s): %s\n", r.Source, r.Operation, id, r.Code, r.Reason, r.Message)
+			// A webhook's denial carries the reason it sent, often none.
+			status := fmt.Sprint(r.Code)
+			if r.Reason != "" {
+				status += " " + r.Reason
+			}
+			fmt.Fprintf(w, "%s  %s %s: DENIED (%s): %s\n", r.Source, r.Operation, id, status, r.Message)
 		}
 		for _, c := range r.Changes {
 			round := ""

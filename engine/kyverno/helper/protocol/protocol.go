@@ -16,7 +16,7 @@ import (
 // helper. A request of another version is refused, so a truce and a helper
 // built from different commits fail with a clear error instead of
 // misreading each other.
-const ProtocolVersion = 7
+const ProtocolVersion = 8
 
 // The operations of the protocol.
 const (
@@ -78,11 +78,14 @@ type LoadRequest struct {
 	Resources []*metav1.APIResourceList `json:"resources"`
 	// CABundle is the PEM CA the webhook configurations carry.
 	CABundle []byte `json:"caBundle"`
+	// ServerVersion (version 8) is the API server's version ("1.37.2"), as discovery
+	// serves it: Kyverno's policy validation reads it.
+	ServerVersion string `json:"serverVersion,omitempty"`
 	// OpenAPI are the cluster's OpenAPI v3 documents by server path
 	// ("api/v1", "apis/apps/v1"), gzipped JSON, as kube-apiserver serves
 	// them under /openapi/v3: MutatingPolicies apply their
-	// ApplyConfigurations with type converters built from them. Sent only
-	// when the set holds MutatingPolicies.
+	// ApplyConfigurations with type converters built from them, and the
+	// policy webhook type-checks validate.cel expressions against them.
 	OpenAPI map[string][]byte `json:"openAPI,omitempty"`
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,12 +33,16 @@ import (
 	"github.com/kyverno/kyverno/pkg/policycache"
 	"github.com/kyverno/kyverno/pkg/webhooks"
 	"github.com/kyverno/kyverno/pkg/webhooks/handlers"
+	webhookspolicy "github.com/kyverno/kyverno/pkg/webhooks/policy"
 	webhooksresource "github.com/kyverno/kyverno/pkg/webhooks/resource"
 	"github.com/kyverno/kyverno/pkg/webhooks/updaterequest"
 	admissionv1 "k8s.io/api/admission/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/discovery"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubeinformers "k8s.io/client-go/informers"
@@ -45,6 +50,8 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
 	rbacv1listers "k8s.io/client-go/listers/rbac/v1"
+	"k8s.io/client-go/openapi"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/truce-dev/truce/engine/kyverno/helper/protocol"
 )
@@ -255,11 +262,18 @@ func buildSet(parent context.Context, req *protocol.LoadRequest) (ps *policySet,
 	}
 	kubeObjs := append(d.kube, kyvernoSystemObjects(req.CABundle)...)
 	kubeClient := kubefake.NewClientset(kubeObjs...)
-	kubeClient.Discovery().(*fakediscovery.FakeDiscovery).Resources = req.Resources
+	grantAccessReviews(kubeClient)
+	disco := kubeClient.Discovery().(*fakediscovery.FakeDiscovery)
+	disco.Resources = req.Resources
+	if v, err := serverVersion(req.ServerVersion); err != nil {
+		return nil, err
+	} else if v != nil {
+		disco.FakedServerVersion = v
+	}
 	// Kyverno generates no apply configurations, so its fake package has no
 	// NewClientset.
 	kyvernoClient := kyvernofake.NewSimpleClientset(d.kyverno...) //lint:ignore SA1019 the only constructor Kyverno generates
-	client, err := dclient.NewClient(ctx, dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), kubeClient, time.Hour, false, nil)
+	client, err := dclient.NewClient(ctx, dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), docsClientset{kubeClient, openAPIDocs(req.OpenAPI)}, time.Hour, false, nil)
 	if err != nil {
 		return nil, fmt.Errorf("kyverno client: %w", err)
 	}
@@ -327,8 +341,12 @@ func buildSet(parent context.Context, req *protocol.LoadRequest) (ps *policySet,
 		rh.ImageVerificationPoliciesMutation, rh.NamespacedImageVerificationPoliciesMutation = ch.ImageVerificationPoliciesMutation, ch.NamespacedImageVerificationPoliciesMutation
 		warnings = append(warnings, ch.warnings...)
 	}
-	mux := newMux(configuration, rh, rbLister, crbLister, client.Discovery())
-	reverse := newMux(configuration, newResourceHandlers(true), rbLister, crbLister, client.Discovery())
+	// The policies' own webhook (validate-policy.kyverno.svc) refuses a
+	// policy Kyverno cannot run, whatever policies are loaded.
+	policies := webhookspolicy.NewHandlers(client, kubeInformer.Core().V1().Secrets().Lister(), backgroundServiceAccount, reportsServiceAccount)
+	ph := webhooks.HandlerFunc(policies.Validate)
+	mux := newMux(configuration, rh, ph, rbLister, crbLister, client.Discovery())
+	reverse := newMux(configuration, newResourceHandlers(true), ph, rbLister, crbLister, client.Discovery())
 
 	configs, err := hooks.build(ctx)
 	if err != nil {
@@ -339,10 +357,18 @@ func buildSet(parent context.Context, req *protocol.LoadRequest) (ps *policySet,
 
 // newMux routes the resource webhook paths as Kyverno's server does
 // (pkg/webhooks/server.go): each failure policy, the fine-grained
-// per-policy paths, and the same chain of filters around the handlers.
-func newMux(configuration config.Configuration, rh webhooks.ResourceHandlers, rb rbacv1listers.RoleBindingLister, crb rbacv1listers.ClusterRoleBindingLister, disco dclient.IDiscovery) http.Handler {
+// per-policy paths, and the same chain of filters around the handlers;
+// and the policy validation path, with its filters.
+func newMux(configuration config.Configuration, rh webhooks.ResourceHandlers, policyValidation webhooks.Handler, rb rbacv1listers.RoleBindingLister, crb rbacv1listers.ClusterRoleBindingLister, disco dclient.IDiscovery) http.Handler {
 	mux := httprouter.New()
 	logger := logr.Discard()
+	mux.HandlerFunc(http.MethodPost, config.PolicyValidatingWebhookServicePath,
+		handlers.FromAdmissionFunc("VALIDATE", func(ctx context.Context, logger logr.Logger, request handlers.AdmissionRequest, startTime time.Time) admissionv1.AdmissionResponse {
+			return policyValidation.Execute(ctx, logger, request, "", startTime)
+		}).
+			WithSubResourceFilter().
+			WithAdmission(logger).
+			ToHandlerFunc("VALIDATE"))
 	register := func(base string, h webhooks.Handler, mutate bool) {
 		for _, fp := range []string{"all", "ignore", "fail"} {
 			handler := handlers.FromAdmissionFunc(base, func(ctx context.Context, logger logr.Logger, request handlers.AdmissionRequest, startTime time.Time) admissionv1.AdmissionResponse {
@@ -419,3 +445,60 @@ func newEngine(configuration config.Configuration, jp jmespath.Interface, client
 		nil,
 	)}, nil
 }
+
+// serverVersion is discovery's version of the API server v ("1.37.2"); nil
+// for none (fake discovery's default, which Kyverno cannot compare).
+func serverVersion(v string) (*version.Info, error) {
+	if v == "" {
+		return nil, nil
+	}
+	parts := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
+	if len(parts) < 2 {
+		return nil, fmt.Errorf("server version %q is not MAJOR.MINOR.PATCH", v)
+	}
+	return &version.Info{Major: parts[0], Minor: parts[1], GitVersion: "v" + strings.TrimPrefix(v, "v")}, nil
+}
+
+// grantAccessReviews answers every SubjectAccessReview and
+// SelfSubjectAccessReview kube creates with allowed: Kyverno's policy
+// validation asks whether its controllers may read and write what a policy
+// names, and truce assumes its Helm chart's RBAC (with the aggregated roles
+// an installation adds) grants it, as it assumes for the background and
+// cleanup controllers.
+func grantAccessReviews(kube *kubefake.Clientset) {
+	allow := func(a clienttesting.Action) (bool, runtime.Object, error) {
+		switch o := a.(clienttesting.CreateAction).GetObject().(type) {
+		case *authorizationv1.SubjectAccessReview:
+			o = o.DeepCopy()
+			o.Status = authorizationv1.SubjectAccessReviewStatus{Allowed: true}
+			return true, o, nil
+		case *authorizationv1.SelfSubjectAccessReview:
+			o = o.DeepCopy()
+			o.Status = authorizationv1.SubjectAccessReviewStatus{Allowed: true}
+			return true, o, nil
+		}
+		return false, nil, nil
+	}
+	kube.PrependReactor("create", "subjectaccessreviews", allow)
+	kube.PrependReactor("create", "selfsubjectaccessreviews", allow)
+}
+
+// docsClientset is a fake clientset whose discovery serves the OpenAPI v3
+// documents truce sent (fake discovery panics there): Kyverno's policy
+// validation type-checks a ClusterPolicy's validate.cel expressions
+// against the schemas it reads from discovery.
+type docsClientset struct {
+	*kubefake.Clientset
+	docs openAPIDocs
+}
+
+func (c docsClientset) Discovery() discovery.DiscoveryInterface {
+	return docsDiscovery{c.Clientset.Discovery().(*fakediscovery.FakeDiscovery), c.docs}
+}
+
+type docsDiscovery struct {
+	*fakediscovery.FakeDiscovery
+	docs openAPIDocs
+}
+
+func (d docsDiscovery) OpenAPIV3() openapi.Client { return d.docs }

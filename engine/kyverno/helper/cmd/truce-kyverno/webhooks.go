@@ -108,7 +108,10 @@ func newWebhookBuilder(client dclient.Interface, kube kubernetes.Interface, kyve
 }
 
 // build runs the controller until it has created both resource webhook
-// configurations and returns them, as JSON objects with their kinds.
+// configurations and the policies' validating one, and returns them, as
+// JSON objects with their kinds. The policies' mutating configuration is
+// left out: its handler admits every request unchanged
+// (pkg/webhooks/policy's Mutate).
 func (b *webhookBuilder) build(ctx context.Context) ([]json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -132,12 +135,12 @@ func (b *webhookBuilder) build(ctx context.Context) ([]json.RawMessage, error) {
 	defer func() { stop(); <-done }()
 
 	var mwc *admissionregistrationv1.MutatingWebhookConfiguration
-	var vwc *admissionregistrationv1.ValidatingWebhookConfiguration
-	for mwc == nil || vwc == nil {
+	var vwc, pvwc *admissionregistrationv1.ValidatingWebhookConfiguration
+	for mwc == nil || vwc == nil || pvwc == nil {
 		var ev watch.Event
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("kyverno's webhook controller created no resource webhook configurations: %w", ctx.Err())
+			return nil, fmt.Errorf("kyverno's webhook controller did not create its resource and policy webhook configurations: %w", ctx.Err())
 		case ev = <-mw.ResultChan():
 		case ev = <-vw.ResultChan():
 		}
@@ -147,17 +150,18 @@ func (b *webhookBuilder) build(ctx context.Context) ([]json.RawMessage, error) {
 				mwc = o
 			}
 		case *admissionregistrationv1.ValidatingWebhookConfiguration:
-			if o.Name == config.ValidatingWebhookConfigurationName {
+			switch o.Name {
+			case config.ValidatingWebhookConfigurationName:
 				vwc = o
+			case config.PolicyValidatingWebhookConfigurationName:
+				pvwc = o
 			}
 		}
 	}
 	mwc = mwc.DeepCopy()
 	mwc.TypeMeta = metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"}
-	vwc = vwc.DeepCopy()
-	vwc.TypeMeta = metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"}
 	var out []json.RawMessage
-	for _, o := range []any{mwc, vwc} {
+	for _, o := range []any{mwc, validating(vwc), validating(pvwc)} {
 		raw, err := json.Marshal(o)
 		if err != nil {
 			return nil, err
@@ -165,4 +169,11 @@ func (b *webhookBuilder) build(ctx context.Context) ([]json.RawMessage, error) {
 		out = append(out, raw)
 	}
 	return out, nil
+}
+
+// validating is a copy of c with its kind.
+func validating(c *admissionregistrationv1.ValidatingWebhookConfiguration) *admissionregistrationv1.ValidatingWebhookConfiguration {
+	c = c.DeepCopy()
+	c.TypeMeta = metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"}
+	return c
 }
