@@ -132,8 +132,7 @@ func readChainsaw(t *testing.T, path string) []applyStep {
 // notJudged are the policy-validation suites, or files of them, that this
 // test does not run, with the reason.
 var notJudged = map[string]string{
-	"cluster-policy/invalid-pod-security-exceptions": "PolicyExceptions are validated by Kyverno's exception webhook (kyverno-exception-validating-webhook-cfg), which truce does not install",
-	"cluster-policy/policy-exceptions-disabled":      "Kyverno runs with --enablePolicyException=false there; truce runs it with exceptions on",
+	"cluster-policy/policy-exceptions-disabled": "Kyverno runs with --enablePolicyException=false there; truce runs it with exceptions on",
 	// The rest of these suites are resources admitted under the policy,
 	// which the CLI corpus (cli_test.go) judges.
 	"cluster-policy/crd-non-exist/crd.yaml":             "not a policy",
@@ -211,7 +210,7 @@ func TestPolicyValidation(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, o := range objs(t, string(data)) {
-					if o.GetKind() == "Policy" && o.GetNamespace() == "" {
+					if (o.GetKind() == "Policy" || o.GetKind() == "PolicyException") && o.GetNamespace() == "" {
 						o.SetNamespace("apps") // chainsaw's namespace for the test
 					}
 					judged++

@@ -10,28 +10,40 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/engine/kyverno/helper/protocol"
 )
 
-// policyValidatePath is where Kyverno's policy validating webhook
-// (validate-policy.kyverno.svc) sends requests: config.
-// PolicyValidatingWebhookServicePath in Kyverno.
-const policyValidatePath = "/policyvalidate"
+// validatePath is where the webhook validating objects of gk, one of
+// Kyverno's own kinds, sends requests (Kyverno's config package):
+// validate-policy.kyverno.svc for policies, the PolicyExceptions' webhooks
+// for them; "" for a kind no such webhook validates.
+func validatePath(gk k8sschema.GroupKind) string {
+	switch {
+	case gk.Kind == "PolicyException" && gk.Group == GroupLegacy:
+		return "/exceptionvalidate"
+	case gk.Kind == "PolicyException" && gk.Group == GroupCEL:
+		return "/celexception/validate"
+	case Uses(gk):
+		return "/policyvalidate"
+	}
+	return ""
+}
 
 var _ admission.Refuser = (*Engine)(nil)
 
-// Refusals implements admission.Refuser: the policies among objs that
-// Kyverno's policy validating webhook refuses to create in a cluster
-// holding cluster (its CRDs decide which kinds a policy may name), with
-// Kyverno's message. The webhook fails closed, so such a policy never
+// Refusals implements admission.Refuser: the policies and PolicyExceptions
+// among objs that Kyverno's webhooks for them refuse to create in a
+// cluster holding cluster (its CRDs decide which kinds a policy may name),
+// with Kyverno's message. The webhooks fail closed, so such an object never
 // reaches the cluster and Kyverno never runs it.
 func (e *Engine) Refusals(ctx context.Context, cluster, objs []*unstructured.Unstructured) (map[int]string, error) {
 	var policies []int
 	for i, o := range objs {
-		if Uses(o.GroupVersionKind().GroupKind()) {
+		if validatePath(o.GroupVersionKind().GroupKind()) != "" {
 			policies = append(policies, i)
 		}
 	}
@@ -87,7 +99,7 @@ func (e *Engine) Refusals(ctx context.Context, cluster, objs []*unstructured.Uns
 		if err != nil {
 			return nil, err
 		}
-		answer, err := rh.review(ctx, policyValidatePath, body)
+		answer, err := rh.review(ctx, validatePath(gvk.GroupKind()), body)
 		if err != nil {
 			return nil, fmt.Errorf("validating %s %s with Kyverno: %w", o.GetKind(), o.GetName(), err)
 		}

@@ -3,21 +3,25 @@ package kyverno_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/truce-dev/truce/engine/kyverno/helper/protocol"
 )
 
 // The built helper answers every line, bad ones with an error naming what
 // is wrong, and exits when its input ends. (A test of the binary, so the
 // helper module's own tests need not link Kyverno a second time.)
 func TestHelperServe(t *testing.T) {
+	v, other := protocol.ProtocolVersion, protocol.ProtocolVersion+1
 	in := strings.Join([]string{
-		`{"v":7,"id":1,"op":"hello"}`,
-		`{"v":7,"id":2,"op":"review","review":{"set":"missing","path":"/mutate","review":{}}}`,
-		`{"v":9,"id":3,"op":"hello"}`,
-		`{"v":7,"id":4,"op":"deleting","generate":{"policies":[],"policy":"gone"}}`,
+		fmt.Sprintf(`{"v":%d,"id":1,"op":"hello"}`, v),
+		fmt.Sprintf(`{"v":%d,"id":2,"op":"review","review":{"set":"missing","path":"/mutate","review":{}}}`, v),
+		fmt.Sprintf(`{"v":%d,"id":3,"op":"hello"}`, other),
+		fmt.Sprintf(`{"v":%d,"id":4,"op":"deleting","generate":{"policies":[],"policy":"gone"}}`, v),
 		`not json`,
 	}, "\n") + "\n"
 	cmd := exec.CommandContext(testContext(t), helperPath)
@@ -54,7 +58,7 @@ func TestHelperServe(t *testing.T) {
 	if !strings.Contains(got[2].Error, `no policy set "missing"`) {
 		t.Errorf("review of a missing set: %+v", got[2])
 	}
-	if !strings.Contains(got[3].Error, "protocol version 9") {
+	if !strings.Contains(got[3].Error, fmt.Sprintf("protocol version %d", other)) {
 		t.Errorf("other version: %+v", got[3])
 	}
 	if !strings.Contains(got[4].Error, "no DeletingPolicy gone") {

@@ -15,7 +15,8 @@ import (
 
 // policyEngines returns the policy engines truce runs itself for a cluster
 // and repository holding objs: each engine whose own objects appear among
-// them, as the real engine is installed where its policies are. Kyverno
+// them, as the real engine is installed where its policies are (any of
+// Kyverno's kinds, a PolicyException alone too, means Kyverno). Kyverno
 // is one helper process per truce process (kyverno.Shared), started by the
 // first chain that installs it.
 func policyEngines(objs ...[]manifest.Object) ([]admission.PolicyEngine, error) {
@@ -37,7 +38,7 @@ func policyEngines(objs ...[]manifest.Object) ([]admission.PolicyEngine, error) 
 		}
 		engines = append(engines, e)
 	}
-	if uses(kyverno.Uses) {
+	if uses(kyverno.IsKyvernoKind) {
 		engines = append(engines, kyverno.Shared())
 	}
 	return engines, nil

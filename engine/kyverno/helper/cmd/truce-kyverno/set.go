@@ -31,7 +31,10 @@ import (
 	imageverifycache "github.com/kyverno/kyverno/pkg/image/verification/cache"
 	"github.com/kyverno/kyverno/pkg/metrics"
 	"github.com/kyverno/kyverno/pkg/policycache"
+	validationexception "github.com/kyverno/kyverno/pkg/validation/exception"
 	"github.com/kyverno/kyverno/pkg/webhooks"
+	webhookscelexception "github.com/kyverno/kyverno/pkg/webhooks/celexception"
+	webhooksexception "github.com/kyverno/kyverno/pkg/webhooks/exception"
 	"github.com/kyverno/kyverno/pkg/webhooks/handlers"
 	webhookspolicy "github.com/kyverno/kyverno/pkg/webhooks/policy"
 	webhooksresource "github.com/kyverno/kyverno/pkg/webhooks/resource"
@@ -341,12 +344,18 @@ func buildSet(parent context.Context, req *protocol.LoadRequest) (ps *policySet,
 		rh.ImageVerificationPoliciesMutation, rh.NamespacedImageVerificationPoliciesMutation = ch.ImageVerificationPoliciesMutation, ch.NamespacedImageVerificationPoliciesMutation
 		warnings = append(warnings, ch.warnings...)
 	}
-	// The policies' own webhook (validate-policy.kyverno.svc) refuses a
-	// policy Kyverno cannot run, whatever policies are loaded.
+	// The webhooks of Kyverno's own objects refuse a policy or a
+	// PolicyException Kyverno cannot run, whatever policies are loaded.
+	// Exceptions are enabled in every namespace, as for the engine.
 	policies := webhookspolicy.NewHandlers(client, kubeInformer.Core().V1().Secrets().Lister(), backgroundServiceAccount, reportsServiceAccount)
-	ph := webhooks.HandlerFunc(policies.Validate)
-	mux := newMux(configuration, rh, ph, rbLister, crbLister, client.Discovery())
-	reverse := newMux(configuration, newResourceHandlers(true), ph, rbLister, crbLister, client.Discovery())
+	exceptionOptions := validationexception.ValidationOptions{Enabled: true}
+	ov := objectValidators{
+		config.PolicyValidatingWebhookServicePath:       webhooks.HandlerFunc(policies.Validate),
+		config.ExceptionValidatingWebhookServicePath:    webhooks.HandlerFunc(webhooksexception.NewHandlers(exceptionOptions).Validate),
+		config.CELExceptionValidatingWebhookServicePath: webhooks.HandlerFunc(webhookscelexception.NewHandlers(exceptionOptions).Validate),
+	}
+	mux := newMux(configuration, rh, ov, rbLister, crbLister, client.Discovery())
+	reverse := newMux(configuration, newResourceHandlers(true), ov, rbLister, crbLister, client.Discovery())
 
 	configs, err := hooks.build(ctx)
 	if err != nil {
@@ -355,20 +364,26 @@ func buildSet(parent context.Context, req *protocol.LoadRequest) (ps *policySet,
 	return &policySet{cancel: cancel, mux: mux, reverse: reverse, pcache: pcache, webhooks: configs, warnings: warnings}, nil
 }
 
+// objectValidators are the handlers of the webhooks validating Kyverno's
+// own objects, by path.
+type objectValidators map[string]webhooks.Handler
+
 // newMux routes the resource webhook paths as Kyverno's server does
 // (pkg/webhooks/server.go): each failure policy, the fine-grained
 // per-policy paths, and the same chain of filters around the handlers;
-// and the policy validation path, with its filters.
-func newMux(configuration config.Configuration, rh webhooks.ResourceHandlers, policyValidation webhooks.Handler, rb rbacv1listers.RoleBindingLister, crb rbacv1listers.ClusterRoleBindingLister, disco dclient.IDiscovery) http.Handler {
+// and the paths validating Kyverno's own objects, with theirs.
+func newMux(configuration config.Configuration, rh webhooks.ResourceHandlers, ov objectValidators, rb rbacv1listers.RoleBindingLister, crb rbacv1listers.ClusterRoleBindingLister, disco dclient.IDiscovery) http.Handler {
 	mux := httprouter.New()
 	logger := logr.Discard()
-	mux.HandlerFunc(http.MethodPost, config.PolicyValidatingWebhookServicePath,
-		handlers.FromAdmissionFunc("VALIDATE", func(ctx context.Context, logger logr.Logger, request handlers.AdmissionRequest, startTime time.Time) admissionv1.AdmissionResponse {
-			return policyValidation.Execute(ctx, logger, request, "", startTime)
-		}).
-			WithSubResourceFilter().
-			WithAdmission(logger).
-			ToHandlerFunc("VALIDATE"))
+	for path, h := range ov {
+		mux.HandlerFunc(http.MethodPost, path,
+			handlers.FromAdmissionFunc("VALIDATE", func(ctx context.Context, logger logr.Logger, request handlers.AdmissionRequest, startTime time.Time) admissionv1.AdmissionResponse {
+				return h.Execute(ctx, logger, request, "", startTime)
+			}).
+				WithSubResourceFilter().
+				WithAdmission(logger).
+				ToHandlerFunc("VALIDATE"))
+	}
 	register := func(base string, h webhooks.Handler, mutate bool) {
 		for _, fp := range []string{"all", "ignore", "fail"} {
 			handler := handlers.FromAdmissionFunc(base, func(ctx context.Context, logger logr.Logger, request handlers.AdmissionRequest, startTime time.Time) admissionv1.AdmissionResponse {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/kyverno/kyverno/pkg/client/clientset/versioned"
@@ -11,6 +13,7 @@ import (
 	"github.com/kyverno/kyverno/pkg/clients/dclient"
 	"github.com/kyverno/kyverno/pkg/config"
 	"github.com/kyverno/kyverno/pkg/controllers"
+	genericwebhookcontroller "github.com/kyverno/kyverno/pkg/controllers/generic/webhook"
 	webhookcontroller "github.com/kyverno/kyverno/pkg/controllers/webhook"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -56,8 +59,8 @@ func kyvernoSystemObjects(caBundle []byte) []runtime.Object {
 // fine-grained policy, namespace selector and match conditions from its
 // configuration).
 type webhookBuilder struct {
-	ctrl controllers.Controller
-	kube kubernetes.Interface
+	ctrls []controllers.Controller
+	kube  kubernetes.Interface
 }
 
 // staticRuntime is a Kyverno that is up, ready and not rolling.
@@ -104,14 +107,46 @@ func newWebhookBuilder(client dclient.Interface, kube kubernetes.Interface, kyve
 		caSecretName,
 		webhookcontroller.NewStateRecorder(nil),
 	)
-	return &webhookBuilder{ctrl: ctrl, kube: kube}, nil
+	vwcs := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	vwcInformer := kubeInformer.Admissionregistration().V1().ValidatingWebhookConfigurations()
+	secrets := kubeInformer.Core().V1().Secrets()
+	// The PolicyExceptions' webhooks, as cmd/kyverno/main.go configures
+	// their controllers.
+	exceptionRule := func(group string, versions ...string) []admissionregistrationv1.RuleWithOperations {
+		return []admissionregistrationv1.RuleWithOperations{{
+			Rule: admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: versions, Resources: []string{"policyexceptions"}},
+			Operations: []admissionregistrationv1.OperationType{
+				admissionregistrationv1.Create,
+				admissionregistrationv1.Update,
+			},
+		}}
+	}
+	exceptions := genericwebhookcontroller.NewController("exception-webhook-controller", vwcs, vwcInformer, secrets,
+		config.ExceptionValidatingWebhookConfigurationName, config.ExceptionValidatingWebhookServicePath, "", 443, nil,
+		exceptionRule("kyverno.io", "v2alpha1", "v2beta1"),
+		genericwebhookcontroller.Fail, genericwebhookcontroller.None, configuration, caSecretName)
+	celExceptions := genericwebhookcontroller.NewController("celexception-webhook-controller", vwcs, vwcInformer, secrets,
+		config.CELExceptionValidatingWebhookConfigurationName, config.CELExceptionValidatingWebhookServicePath, "", 443, nil,
+		exceptionRule("policies.kyverno.io", "v1alpha1", "v1beta1", "v1"),
+		genericwebhookcontroller.Fail, genericwebhookcontroller.None, configuration, caSecretName)
+	return &webhookBuilder{ctrls: []controllers.Controller{ctrl, exceptions, celExceptions}, kube: kube}, nil
 }
 
-// build runs the controller until it has created both resource webhook
-// configurations and the policies' validating one, and returns them, as
-// JSON objects with their kinds. The policies' mutating configuration is
-// left out: its handler admits every request unchanged
-// (pkg/webhooks/policy's Mutate).
+// configurations are the webhook configurations build collects, by name.
+var configurations = []string{
+	config.MutatingWebhookConfigurationName,
+	config.ValidatingWebhookConfigurationName,
+	config.PolicyValidatingWebhookConfigurationName,
+	config.ExceptionValidatingWebhookConfigurationName,
+	config.CELExceptionValidatingWebhookConfigurationName,
+}
+
+// build runs the controllers until they have created the resource
+// webhook configurations, the policies' validating one and the
+// PolicyExceptions' ones, and returns them (configurations' order), as JSON
+// objects with their kinds. The policies' mutating configuration is left
+// out: its handler admits every request unchanged (pkg/webhooks/policy's
+// Mutate).
 func (b *webhookBuilder) build(ctx context.Context) ([]json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -126,54 +161,47 @@ func (b *webhookBuilder) build(ctx context.Context) ([]json.RawMessage, error) {
 	}
 	defer vw.Stop()
 	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		b.ctrl.Run(runCtx, 1)
-	}()
-	defer func() { stop(); <-done }()
+	var wg sync.WaitGroup
+	for _, c := range b.ctrls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.Run(runCtx, 1)
+		}()
+	}
+	defer func() { stop(); wg.Wait() }()
 
-	var mwc *admissionregistrationv1.MutatingWebhookConfiguration
-	var vwc, pvwc *admissionregistrationv1.ValidatingWebhookConfiguration
-	for mwc == nil || vwc == nil || pvwc == nil {
+	got := map[string]any{}
+	for len(got) < len(configurations) {
 		var ev watch.Event
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("kyverno's webhook controller did not create its resource and policy webhook configurations: %w", ctx.Err())
+			return nil, fmt.Errorf("kyverno's webhook controllers did not create all of %v: %w", configurations, ctx.Err())
 		case ev = <-mw.ResultChan():
 		case ev = <-vw.ResultChan():
 		}
 		switch o := ev.Object.(type) {
 		case *admissionregistrationv1.MutatingWebhookConfiguration:
 			if o.Name == config.MutatingWebhookConfigurationName {
-				mwc = o
+				o = o.DeepCopy()
+				o.TypeMeta = metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"}
+				got[o.Name] = o
 			}
 		case *admissionregistrationv1.ValidatingWebhookConfiguration:
-			switch o.Name {
-			case config.ValidatingWebhookConfigurationName:
-				vwc = o
-			case config.PolicyValidatingWebhookConfigurationName:
-				pvwc = o
+			if slices.Contains(configurations, o.Name) {
+				o = o.DeepCopy()
+				o.TypeMeta = metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"}
+				got[o.Name] = o
 			}
 		}
 	}
-	mwc = mwc.DeepCopy()
-	mwc.TypeMeta = metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"}
-	var out []json.RawMessage
-	for _, o := range []any{mwc, validating(vwc), validating(pvwc)} {
-		raw, err := json.Marshal(o)
+	out := make([]json.RawMessage, 0, len(configurations))
+	for _, name := range configurations {
+		raw, err := json.Marshal(got[name])
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, raw)
 	}
 	return out, nil
-}
-
-// validating is a copy of c with its kind.
-func validating(c *admissionregistrationv1.ValidatingWebhookConfiguration) *admissionregistrationv1.ValidatingWebhookConfiguration {
-	c = c.DeepCopy()
-	c.TypeMeta = metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"}
-	return c
 }
