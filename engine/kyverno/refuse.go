@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,22 +19,6 @@ import (
 	"github.com/truce-dev/truce/engine/kyverno/helper/protocol"
 )
 
-// validatePath is where the webhook validating objects of gk, one of
-// Kyverno's own kinds, sends requests (Kyverno's config package):
-// validate-policy.kyverno.svc for policies, the PolicyExceptions' webhooks
-// for them; "" for a kind no such webhook validates.
-func validatePath(gk k8sschema.GroupKind) string {
-	switch {
-	case gk.Kind == "PolicyException" && gk.Group == GroupLegacy:
-		return "/exceptionvalidate"
-	case gk.Kind == "PolicyException" && gk.Group == GroupCEL:
-		return "/celexception/validate"
-	case Uses(gk):
-		return "/policyvalidate"
-	}
-	return ""
-}
-
 var _ admission.Refuser = (*Engine)(nil)
 
 // Refusals implements admission.Refuser: the policies and PolicyExceptions
@@ -41,13 +27,7 @@ var _ admission.Refuser = (*Engine)(nil)
 // with Kyverno's message. The webhooks fail closed, so such an object never
 // reaches the cluster and Kyverno never runs it.
 func (e *Engine) Refusals(ctx context.Context, cluster, objs []*unstructured.Unstructured) (map[int]string, error) {
-	var policies []int
-	for i, o := range objs {
-		if validatePath(o.GroupVersionKind().GroupKind()) != "" {
-			policies = append(policies, i)
-		}
-	}
-	if len(policies) == 0 {
+	if !slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool { return IsKyvernoKind(o.GroupVersionKind().GroupKind()) }) {
 		return nil, nil
 	}
 	if err := e.init(); err != nil {
@@ -59,8 +39,8 @@ func (e *Engine) Refusals(ctx context.Context, cluster, objs []*unstructured.Uns
 	if err != nil {
 		return nil, err
 	}
-	// The webhook reads only discovery and the API server's version: a set
-	// without policies serves it.
+	// The webhooks read only discovery, the API server's version and its
+	// OpenAPI documents: a set without policies serves them.
 	load, err := e.loadRequest(reg)
 	if err != nil {
 		return nil, err
@@ -69,54 +49,125 @@ func (e *Engine) Refusals(ctx context.Context, cluster, objs []*unstructured.Uns
 	if err != nil {
 		return nil, fmt.Errorf("loading Kyverno to validate policies: %w", err)
 	}
+	hooks, err := readObjectWebhooks(resp.Webhooks)
+	if err != nil {
+		return nil, err
+	}
 	rh := &reviewHandler{h: e.h, set: resp.Set}
 	out := map[int]string{}
-	for _, i := range policies {
-		o := objs[i]
+	for i, o := range objs {
 		gvk := o.GroupVersionKind()
+		if !IsKyvernoKind(gvk.GroupKind()) {
+			continue
+		}
 		res, err := reg.ForKind(gvk)
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
 		}
-		raw, err := json.Marshal(o.Object)
-		if err != nil {
-			return nil, err
+		path := hooks.path(res.GVR.GroupResource())
+		if path == "" {
+			continue // a kind no webhook of Kyverno's validates
 		}
-		req := &admissionv1.AdmissionReview{
-			TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-			Request: &admissionv1.AdmissionRequest{
-				UID:       types.UID(fmt.Sprintf("truce-policy-%d", i)),
-				Kind:      metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind},
-				Resource:  metav1.GroupVersionResource{Group: res.GVR.Group, Version: res.GVR.Version, Resource: res.GVR.Resource},
-				Name:      o.GetName(),
-				Namespace: o.GetNamespace(),
-				Operation: admissionv1.Create,
-				UserInfo:  authenticationv1.UserInfo{Username: "truce"},
-				Object:    runtime.RawExtension{Raw: raw},
-			},
-		}
-		body, err := json.Marshal(req)
-		if err != nil {
-			return nil, err
-		}
-		answer, err := rh.review(ctx, validatePath(gvk.GroupKind()), body)
+		msg, refused, err := refusal(ctx, rh, path, o, gvk, res.GVR, i)
 		if err != nil {
 			return nil, fmt.Errorf("validating %s %s with Kyverno: %w", o.GetKind(), o.GetName(), err)
 		}
-		var got admissionv1.AdmissionReview
-		if err := json.Unmarshal(answer, &got); err != nil {
-			return nil, fmt.Errorf("decoding Kyverno's answer for %s %s: %w", o.GetKind(), o.GetName(), err)
-		}
-		if got.Response == nil {
-			return nil, fmt.Errorf("kyverno answered no response for %s %s", o.GetKind(), o.GetName())
-		}
-		if !got.Response.Allowed {
-			msg := "refused"
-			if got.Response.Result != nil && got.Response.Result.Message != "" {
-				msg = got.Response.Result.Message
-			}
+		if refused {
 			out[i] = msg
 		}
 	}
 	return out, nil
+}
+
+// objectConfigurations name the webhook configurations Kyverno generates
+// for its own objects (its config package): validate-policy.kyverno.svc and
+// the PolicyExceptions' webhooks.
+var objectConfigurations = []string{
+	"kyverno-policy-validating-webhook-cfg",
+	"kyverno-exception-validating-webhook-cfg",
+	"kyverno-cel-exception-validating-webhook-cfg",
+}
+
+// objectWebhooks are the webhooks of objectConfigurations, among the
+// configurations Kyverno generated, that fail closed.
+type objectWebhooks []admissionregistrationv1.ValidatingWebhook
+
+func readObjectWebhooks(configs []json.RawMessage) (objectWebhooks, error) {
+	var out objectWebhooks
+	for _, raw := range configs {
+		var c admissionregistrationv1.ValidatingWebhookConfiguration
+		if err := json.Unmarshal(raw, &c); err != nil {
+			return nil, fmt.Errorf("decoding a webhook configuration from the Kyverno helper: %w", err)
+		}
+		if c.Kind != "ValidatingWebhookConfiguration" || !slices.Contains(objectConfigurations, c.Name) {
+			continue
+		}
+		for _, w := range c.Webhooks {
+			if w.ClientConfig.Service != nil && w.ClientConfig.Service.Path != nil &&
+				w.FailurePolicy != nil && *w.FailurePolicy == admissionregistrationv1.Fail {
+				out = append(out, w)
+			}
+		}
+	}
+	return out, nil
+}
+
+// path is the service path of the webhook whose rules match creating gr,
+// versions aside (Kyverno's webhooks match Equivalent); "" for none (a
+// ClusterCleanupPolicy: the cleanup controller's webhook validates it).
+func (ws objectWebhooks) path(gr k8sschema.GroupResource) string {
+	for _, w := range ws {
+		for _, r := range w.Rules {
+			if (slices.Contains(r.APIGroups, gr.Group) || slices.Contains(r.APIGroups, "*")) &&
+				(slices.Contains(r.Resources, gr.Resource) || slices.Contains(r.Resources, "*")) &&
+				(slices.Contains(r.Operations, admissionregistrationv1.Create) || slices.Contains(r.Operations, admissionregistrationv1.OperationAll)) {
+				return *w.ClientConfig.Service.Path
+			}
+		}
+	}
+	return ""
+}
+
+// refusal asks the webhook at path about creating o, and returns its
+// denial, if it denies.
+func refusal(ctx context.Context, rh *reviewHandler, path string, o *unstructured.Unstructured, gvk k8sschema.GroupVersionKind, gvr k8sschema.GroupVersionResource, i int) (string, bool, error) {
+	raw, err := json.Marshal(o.Object)
+	if err != nil {
+		return "", false, err
+	}
+	body, err := json.Marshal(&admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{
+			UID:       types.UID(fmt.Sprintf("truce-policy-%d", i)),
+			Kind:      metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind},
+			Resource:  metav1.GroupVersionResource{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource},
+			Name:      o.GetName(),
+			Namespace: o.GetNamespace(),
+			Operation: admissionv1.Create,
+			UserInfo:  authenticationv1.UserInfo{Username: "truce"},
+			Object:    runtime.RawExtension{Raw: raw},
+		},
+	})
+	if err != nil {
+		return "", false, err
+	}
+	answer, err := rh.review(ctx, path, body)
+	if err != nil {
+		return "", false, err
+	}
+	var got admissionv1.AdmissionReview
+	if err := json.Unmarshal(answer, &got); err != nil {
+		return "", false, fmt.Errorf("decoding Kyverno's answer: %w", err)
+	}
+	if got.Response == nil {
+		return "", false, fmt.Errorf("kyverno answered no response")
+	}
+	if got.Response.Allowed {
+		return "", false, nil
+	}
+	msg := "refused"
+	if got.Response.Result != nil && got.Response.Result.Message != "" {
+		msg = got.Response.Result.Message
+	}
+	return msg, true, nil
 }
