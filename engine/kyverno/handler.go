@@ -18,11 +18,18 @@ import (
 // requests (3 MiB objects, old and new).
 const maxReview = 16 << 20
 
+// policyValidatePath is the path of Kyverno's validate-policy.kyverno.svc
+// (its config.PolicyValidatingWebhookServicePath).
+const policyValidatePath = "/policyvalidate"
+
 // reviewHandler serves a policy set's webhook paths: each AdmissionReview
 // goes to the helper, which answers it with Kyverno's admission server.
 type reviewHandler struct {
 	h   *helper
 	set string
+	// withDocs, when set, gives the set loaded with the cluster's OpenAPI
+	// documents, which the policy webhook's path is served from.
+	withDocs func(context.Context) (string, error)
 }
 
 func (rh *reviewHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -47,7 +54,14 @@ func (rh *reviewHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (rh *reviewHandler) review(ctx context.Context, path string, body []byte) (json.RawMessage, error) {
-	resp, err := rh.h.call(ctx, &protocol.Request{Op: protocol.OpReview, Review: &protocol.ReviewRequest{Set: rh.set, Path: path, Review: body}})
+	set := rh.set
+	if rh.withDocs != nil && path == policyValidatePath {
+		var err error
+		if set, err = rh.withDocs(ctx); err != nil {
+			return nil, err
+		}
+	}
+	resp, err := rh.h.call(ctx, &protocol.Request{Op: protocol.OpReview, Review: &protocol.ReviewRequest{Set: set, Path: path, Review: body}})
 	if err != nil {
 		return nil, err
 	}

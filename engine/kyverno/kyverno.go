@@ -208,6 +208,11 @@ func (e *Engine) Install(ctx context.Context, objs []*unstructured.Unstructured)
 			continue
 		}
 		o = gen.withGeneratedStatus(o)
+		if mutatingPolicyKinds[o.GroupVersionKind().GroupKind()] && load.OpenAPI == nil {
+			if load.OpenAPI, err = e.openAPI(reg); err != nil {
+				return nil, err
+			}
+		}
 		raw, err := json.Marshal(o.Object)
 		if err != nil {
 			return nil, err
@@ -226,22 +231,60 @@ func (e *Engine) Install(ctx context.Context, objs []*unstructured.Unstructured)
 		inst.Objects = append(inst.Objects, u)
 	}
 	e.noteInstall(objs, gen, resp.Warnings)
+	rh := &reviewHandler{h: e.h, set: resp.Set}
+	if load.OpenAPI == nil {
+		rh.withDocs = e.withDocs(load, reg)
+	}
 	inst.Webhooks = admission.InProcessWebhooks{
-		Service: {Handler: &reviewHandler{h: e.h, set: resp.Set}, Certificate: e.cert},
+		Service: {Handler: rh, Certificate: e.cert},
 	}
 	return inst, nil
 }
 
 // loadRequest is a load of no objects yet into a cluster serving reg.
-// The OpenAPI documents go with every load: MutatingPolicies apply their
-// ApplyConfigurations with them, and the policy webhook type-checks a
-// ClusterPolicy's validate.cel expressions against them (its warnings).
+// It carries no OpenAPI documents: sending them costs more than a small
+// chain's whole admission (gzipped, every built-in group), and only
+// MutatingPolicies (Install adds them) and the policy webhook's type check
+// (withDocs) read them.
 func (e *Engine) loadRequest(reg *schema.Registry) (*protocol.LoadRequest, error) {
+	return &protocol.LoadRequest{Resources: discovery(reg), CABundle: e.ca.PEM, ServerVersion: admission.KubernetesVersion}, nil
+}
+
+// openAPI are reg's OpenAPI documents as the helper takes them.
+func (e *Engine) openAPI(reg *schema.Registry) (map[string][]byte, error) {
 	docs, err := e.docs.gzipped(reg.OpenAPIClient())
 	if err != nil {
 		return nil, fmt.Errorf("the cluster's OpenAPI documents for Kyverno: %w", err)
 	}
-	return &protocol.LoadRequest{Resources: discovery(reg), CABundle: e.ca.PEM, ServerVersion: admission.KubernetesVersion, OpenAPI: docs}, nil
+	return docs, nil
+}
+
+// withDocs returns a function loading, once, the set of load with reg's
+// OpenAPI documents, for the policy webhook: Kyverno type-checks a
+// ClusterPolicy's validate.cel expressions against them, and warns of
+// what it finds.
+func (e *Engine) withDocs(load *protocol.LoadRequest, reg *schema.Registry) func(context.Context) (string, error) {
+	var mu sync.Mutex
+	var set string
+	return func(ctx context.Context) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if set != "" {
+			return set, nil
+		}
+		docs, err := e.openAPI(reg)
+		if err != nil {
+			return "", err
+		}
+		l := *load
+		l.OpenAPI = docs
+		resp, err := e.h.call(ctx, &protocol.Request{Op: protocol.OpLoad, Load: &l})
+		if err != nil {
+			return "", fmt.Errorf("loading Kyverno with the cluster's OpenAPI documents: %w", err)
+		}
+		set = resp.Set
+		return set, nil
+	}
 }
 
 // readByKyverno reports whether Kyverno's informers see o: its policies

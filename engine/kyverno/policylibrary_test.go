@@ -99,7 +99,7 @@ func TestPolicyLibrary(t *testing.T) {
 		want, ok := libraryRefusals[files[i]]
 		switch {
 		case !ok:
-			t.Errorf("%s %s/%s: refused: %s", files[i], objs[i].GetKind(), objs[i].GetName(), msg)
+			t.Errorf("%s %s/%s: refused (libraryRefusals is for kyverno/policies %s): %s", files[i], objs[i].GetKind(), objs[i].GetName(), libraryCommit, msg)
 		case !strings.Contains(msg, want.has):
 			t.Errorf("%s: refused with %q, want %q", files[i], msg, want.has)
 		}
@@ -115,5 +115,5 @@ func TestPolicyLibrary(t *testing.T) {
 	for _, f := range missing {
 		t.Errorf("%s: accepted, want refused (%s)", f, libraryRefusals[f].why)
 	}
-	t.Logf("%d policies and PolicyExceptions, %d refused", len(objs), len(refused))
+	t.Logf("%d policies and PolicyExceptions, %d refused (the refusals listed are for kyverno/policies %s)", len(objs), len(refused), libraryCommit)
 }

@@ -86,6 +86,7 @@ type LoadRequest struct {
 	// them under /openapi/v3: MutatingPolicies apply their
 	// ApplyConfigurations with type converters built from them, and the
 	// policy webhook type-checks validate.cel expressions against them.
+	// Sent when the set holds MutatingPolicies, or for the policy webhook.
 	OpenAPI map[string][]byte `json:"openAPI,omitempty"`
 }
 
