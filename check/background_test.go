@@ -81,20 +81,13 @@ metadata: {name: c, namespace: shop}
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			objs, err := manifest.Decode("repo.yaml", strings.NewReader(in), manifest.DefaultOptions())
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := Split(Input{Repository: objs})
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := splitYAML(t, in)
 			eng := &fakeBackground{err: tt.err}
 			engines := []admission.PolicyEngine{eng}
 			if err := r.engineConfiguration(context.Background(), engines); err != nil {
 				t.Fatal(err)
 			}
-			err = r.backgroundWriters(context.Background(), engines)
+			err := r.backgroundWriters(context.Background(), engines)
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("error %v, want %s", err, tt.wantErr)
@@ -172,20 +165,13 @@ metadata: {name: c, namespace: shop}
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			objs, err := manifest.Decode("repo.yaml", strings.NewReader(in), manifest.DefaultOptions())
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := Split(Input{Repository: objs})
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := splitYAML(t, in)
 			eng := &refusingBackground{refuse: map[string]bool{}, err: tt.err}
 			for _, n := range tt.refuse {
 				eng.refuse[n] = true
 			}
 			engines := []admission.PolicyEngine{eng}
-			err = r.engineConfiguration(context.Background(), engines)
+			err := r.engineConfiguration(context.Background(), engines)
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("error %v, want %s", err, tt.wantErr)
@@ -216,4 +202,18 @@ metadata: {name: c, namespace: shop}
 			}
 		})
 	}
+}
+
+// splitYAML is the repository of one file holding in, taken apart.
+func splitYAML(t *testing.T, in string) *Repository {
+	t.Helper()
+	objs, err := manifest.Decode("repo.yaml", strings.NewReader(in), manifest.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Split(Input{Repository: objs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

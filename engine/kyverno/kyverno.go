@@ -80,16 +80,6 @@ func IsPolicy(gk k8sschema.GroupKind) bool {
 	return policyKinds[gk]
 }
 
-// HasPolicies reports whether objs hold a Kyverno policy.
-func HasPolicies(objs []*unstructured.Unstructured) bool {
-	for _, o := range objs {
-		if IsPolicy(o.GroupVersionKind().GroupKind()) {
-			return true
-		}
-	}
-	return false
-}
-
 // Engine is Kyverno as an admission.PolicyEngine. Its helper starts on the
 // first Install and lives until Close.
 type Engine struct {
@@ -190,10 +180,7 @@ func (e *Engine) Install(ctx context.Context, objs []*unstructured.Unstructured)
 	if err != nil {
 		return nil, err
 	}
-	load, err := e.loadRequest(reg)
-	if err != nil {
-		return nil, err
-	}
+	load := e.loadRequest(reg)
 	// Kyverno's admission policy generator runs first: the policies it
 	// turns into ValidatingAdmissionPolicies and MutatingAdmissionPolicies
 	// are the API server's to evaluate, and Kyverno's webhook leaves them
@@ -246,8 +233,8 @@ func (e *Engine) Install(ctx context.Context, objs []*unstructured.Unstructured)
 // chain's whole admission (gzipped, every built-in group), and only
 // MutatingPolicies (Install adds them) and the policy webhook's type check
 // (withDocs) read them.
-func (e *Engine) loadRequest(reg *schema.Registry) (*protocol.LoadRequest, error) {
-	return &protocol.LoadRequest{Resources: discovery(reg), CABundle: e.ca.PEM, ServerVersion: admission.KubernetesVersion}, nil
+func (e *Engine) loadRequest(reg *schema.Registry) *protocol.LoadRequest {
+	return &protocol.LoadRequest{Resources: discovery(reg), CABundle: e.ca.PEM, ServerVersion: admission.KubernetesVersion}
 }
 
 // openAPI are reg's OpenAPI documents as the helper takes them.

@@ -39,13 +39,10 @@ func (e *Engine) Refusals(ctx context.Context, cluster, objs []*unstructured.Uns
 	if err != nil {
 		return nil, err
 	}
-	// The webhooks read only discovery, the API server's version and its
-	// OpenAPI documents: a set without policies serves them.
-	load, err := e.loadRequest(reg)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := e.h.call(ctx, &protocol.Request{Op: protocol.OpLoad, Load: load})
+	// The webhooks read discovery and the API server's version: a set
+	// without policies serves them. The OpenAPI documents stay out: the
+	// type check that reads them only warns, and only refusals count here.
+	resp, err := e.h.call(ctx, &protocol.Request{Op: protocol.OpLoad, Load: e.loadRequest(reg)})
 	if err != nil {
 		return nil, fmt.Errorf("loading Kyverno to validate policies: %w", err)
 	}
