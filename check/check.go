@@ -84,10 +84,10 @@ type Repository struct {
 	Findings []report.Finding
 	// units are those the repository was read through (render/world).
 	units []*world.Unit
-	// refused are the manifests configuring a policy engine that its own
-	// webhook refuses (admission.Refuser): they stay desired, and no
-	// background controller runs them.
-	refused map[*unstructured.Unstructured]bool
+	// refused are the manifests configuring a policy engine that the
+	// cluster refuses (admission.Refuser), with why: they stay desired,
+	// and no background controller runs them.
+	refused map[*unstructured.Unstructured]string
 	// background are the policy engines' background controllers
 	// (Kyverno's generate rules), writers derived from the policies.
 	background []simulate.Background
@@ -129,6 +129,9 @@ func (r *Repository) unknownObjects(s *simulate.Setup) []report.Object {
 		}
 		gvk := d.Object.GroupVersionKind()
 		reason := fmt.Sprintf("no CRD for %s: pass it with -c or check against a cluster", gvk.GroupKind())
+		if why, ok := r.refused[d.Object]; ok {
+			reason = why // a policy engine says why there is none
+		}
 		switch s.Tool {
 		case "flux":
 			reason += "; Flux would fail the whole Kustomization, whose dry run refuses unknown kinds, and apply none of it"
@@ -207,16 +210,16 @@ func (r *Repository) engineConfiguration(ctx context.Context, engines []admissio
 		if err != nil {
 			return fmt.Errorf("%s: %w", e.Name(), err)
 		}
-		for i := range refusals {
+		for i, why := range refusals {
 			if r.refused == nil {
-				r.refused = map[*unstructured.Unstructured]bool{}
+				r.refused = map[*unstructured.Unstructured]string{}
 			}
-			r.refused[config[i]] = true
+			r.refused[config[i]] = why
 		}
 	}
 	kept := r.Desired[:0]
 	for _, d := range r.Desired {
-		if configures(d) && !r.refused[d.Object] {
+		if _, refused := r.refused[d.Object]; configures(d) && !refused {
 			r.Base = append(r.Base, manifest.Object{Source: d.Source, Object: d.Object})
 			continue
 		}
@@ -237,7 +240,7 @@ func (r *Repository) backgroundWriters(ctx context.Context, engines []admission.
 		objs = append(objs, o.Object)
 	}
 	for _, d := range r.Desired {
-		if !r.refused[d.Object] {
+		if _, refused := r.refused[d.Object]; !refused {
 			objs = append(objs, d.Object)
 		}
 	}

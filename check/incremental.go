@@ -117,6 +117,7 @@ func (r *Repository) prepareReplaced(in Input, opts Options) (*Repository, bool)
 		scopes:     r.scopes,
 		units:      in.Units,
 		background: r.background,
+		refused:    r.refused,
 		src:        in,
 	}
 	// Base: the cluster's objects, the repository's (those of the other

@@ -90,12 +90,20 @@ func TestGatekeeper(t *testing.T) {
 			// namespaces and the webhook configurations. Gatekeeper's own
 			// objects and CRDs configure the engine, already installed
 			// above (creating and deleting 17 CRDs per case only slows
-			// the server's cleanup).
+			// the server's cleanup); only the CRD of a Gatekeeper object
+			// the case writes is needed.
+			written := c.Write.Object.GroupVersionKind()
 			var apply []*unstructured.Unstructured
 			for _, o := range append(cluster, inst.Objects...) {
 				switch {
 				case o.GetKind() == "Namespace", o.GroupVersionKind().Group == "admissionregistration.k8s.io":
 					apply = append(apply, o)
+				case o.GetKind() == "CustomResourceDefinition" && gatekeeper.Reads(written.Group):
+					group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
+					kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
+					if group == written.Group && kind == written.Kind {
+						apply = append(apply, o)
+					}
 				}
 			}
 			if err := srv.Apply(ctx, apply...); err != nil {

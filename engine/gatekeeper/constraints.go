@@ -3,11 +3,14 @@ package gatekeeper
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	frameworksapis "github.com/open-policy-agent/frameworks/constraint/pkg/apis"
 	constraintclient "github.com/open-policy-agent/frameworks/constraint/pkg/client"
 	"github.com/open-policy-agent/frameworks/constraint/pkg/client/drivers/rego"
 	"github.com/open-policy-agent/frameworks/constraint/pkg/core/templates"
+	"github.com/open-policy-agent/frameworks/constraint/pkg/externaldata"
 	"github.com/open-policy-agent/gatekeeper/v3/pkg/target"
 	"github.com/open-policy-agent/gatekeeper/v3/pkg/util"
 	"github.com/truce-dev/truce/engine/gatekeeper/internal/k8scel"
@@ -44,7 +47,13 @@ var templateScheme = func() *runtime.Scheme {
 // webhook enforcement point.
 // The client runs a template that carries both CEL and Rego with the first
 // driver that takes it, so the order decides which code answers.
-func newConstraintClient(flags Flags) (*constraintclient.Client, error) {
+//
+// With offline, the client is truce's: Rego may not reach the network
+// (no external_data, http.send or net.lookup_ip_addr), since truce calls
+// nothing outside the machine; without, it has Gatekeeper's built-ins
+// exactly (--disable-opa-builtin, --enable-external-data), to tell which
+// templates Gatekeeper ingests. Only the offline client evaluates.
+func newConstraintClient(flags Flags, offline bool) (*constraintclient.Client, error) {
 	opts := []constraintclient.Opt{constraintclient.Targets(&target.K8sValidationTarget{})}
 	if flags.K8sNativeValidation {
 		celDriver, err := k8scel.New()
@@ -57,7 +66,22 @@ func newConstraintClient(flags Flags) (*constraintclient.Client, error) {
 	if flags.ReferentialRules {
 		externs = rego.Externs("inventory")
 	}
-	driver, err := rego.New(rego.Tracing(false), externs)
+	disabled := flags.DisabledBuiltins
+	args := []rego.Arg{rego.Tracing(false), externs}
+	switch {
+	case offline:
+		disabled = append(slices.Clip(disabled), networkBuiltins...)
+	case flags.ExternalData:
+		args = append(args, rego.AddExternalDataProviderCache(externaldata.NewCache()))
+	default:
+		// OPA registers external_data for every compiler once one
+		// driver with a provider cache is made.
+		disabled = append(slices.Clip(disabled), externalDataBuiltin)
+	}
+	if len(disabled) > 0 {
+		args = append(args, rego.DisableBuiltins(disabled...))
+	}
+	driver, err := rego.New(args...)
 	if err != nil {
 		return nil, fmt.Errorf("creating Gatekeeper's Rego driver: %w", err)
 	}
@@ -69,16 +93,45 @@ func newConstraintClient(flags Flags) (*constraintclient.Client, error) {
 	return c, nil
 }
 
+// networkBuiltins are the Rego built-ins that reach outside the machine,
+// which truce does not call. external_data is among them: OPA's registry
+// of built-ins is global, and holds it once any driver registered it.
+var networkBuiltins = []string{"http.send", "net.lookup_ip_addr", externalDataBuiltin}
+
+// externalDataBuiltin is the built-in Gatekeeper's Rego driver adds for
+// external data.
+const externalDataBuiltin = "external_data"
+
 // policies are Gatekeeper's validation policies: the client holding the
 // templates and constraints it ingested, and the CRD it generated for each
 // template.
 type policies struct {
 	client *constraintclient.Client
 	crds   []*unstructured.Unstructured
-	// unevaluated are the constraint kinds of templates the client
-	// cannot run, with why; notEvaluated their constraints.
+	// unevaluated are the constraint kinds of templates Gatekeeper
+	// ingests but truce does not run, with why; notEvaluated their
+	// constraints.
 	unevaluated  map[string]string
 	notEvaluated []notEvaluated
+	// uningested are the constraint kinds of templates Gatekeeper cannot
+	// ingest, with why: it creates no CRD for them, so the API server
+	// knows no such constraint.
+	uningested map[string]string
+	// notes are what reading the policies left out, for the user.
+	notes []string
+	// gatekeepers holds, with Gatekeeper's own built-ins, the templates
+	// the offline client cannot (nil when there are none): their
+	// constraints are validated on write against it.
+	gatekeepers *constraintclient.Client
+}
+
+// validateConstraint is the constraint client's ValidateConstraint, with
+// the client that holds the constraint's template.
+func (p *policies) validateConstraint(o *unstructured.Unstructured) error {
+	if _, ok := p.unevaluated[o.GetKind()]; ok && p.gatekeepers != nil {
+		return p.gatekeepers.ValidateConstraint(o)
+	}
+	return p.client.ValidateConstraint(o)
 }
 
 type notEvaluated struct {
@@ -114,11 +167,63 @@ func (p *policies) unpredictable(review any) []string {
 // Gatekeeper's constraint template and constraint controllers do, and
 // inventory as its cache manager syncs it.
 func readPolicies(ctx context.Context, objs, inventory []*unstructured.Unstructured, flags Flags) (*policies, error) {
-	c, err := newConstraintClient(flags)
+	p, err := readTemplates(ctx, objs, flags)
 	if err != nil {
 		return nil, err
 	}
-	p := &policies{client: c, unevaluated: map[string]string{}}
+	crds := map[string]bool{}
+	for _, o := range objs {
+		if o.GetKind() == "CustomResourceDefinition" && o.GroupVersionKind().Group == "apiextensions.k8s.io" {
+			crds[o.GetName()] = true
+		}
+	}
+	for _, o := range objs {
+		if o.GroupVersionKind().Group != constraintsGroup {
+			continue
+		}
+		if why, ok := p.unevaluated[o.GetKind()]; ok {
+			p.notEvaluated = append(p.notEvaluated, notEvaluated{constraint: o, why: why})
+			continue
+		}
+		if why, ok := p.uningested[o.GetKind()]; ok {
+			// Only a CRD left from an earlier version of the template
+			// lets it exist; Gatekeeper's client no longer holds the
+			// template once it restarts.
+			if crds[strings.ToLower(o.GetKind())+"."+constraintsGroup] {
+				p.notEvaluated = append(p.notEvaluated, notEvaluated{constraint: o, why: why})
+			} else {
+				p.notes = append(p.notes, fmt.Sprintf("%s %s cannot exist: %s", o.GetKind(), o.GetName(), why))
+			}
+			continue
+		}
+		if _, err := p.client.AddConstraint(ctx, o); err != nil {
+			// Gatekeeper's constraint controller reports it in the
+			// constraint's status and enforces nothing: its webhook
+			// refuses such a write, so only an older template or a
+			// constraint of no template puts one in a cluster.
+			p.notes = append(p.notes, fmt.Sprintf("%s %s is not enforced: Gatekeeper cannot add it: %v", o.GetKind(), o.GetName(), err))
+		}
+	}
+	for _, o := range inventory {
+		if _, err := p.client.AddData(ctx, o); err != nil {
+			return nil, fmt.Errorf("syncing %s %s/%s into Gatekeeper's inventory: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+		}
+	}
+	return p, nil
+}
+
+// readTemplates ingests the ConstraintTemplates among objs as Gatekeeper's
+// constraint template controller does: a template Gatekeeper cannot ingest
+// (its Rego does not compile, no driver takes it) gets no CRD, unless objs
+// hold one from before; one Gatekeeper ingests that truce cannot run
+// offline (it calls external_data or http.send) gets its CRD, and its
+// constraints are not evaluated.
+func readTemplates(ctx context.Context, objs []*unstructured.Unstructured, flags Flags) (*policies, error) {
+	c, err := newConstraintClient(flags, true)
+	if err != nil {
+		return nil, err
+	}
+	p := &policies{client: c, unevaluated: map[string]string{}, uningested: map[string]string{}}
 	for _, o := range objs {
 		if o.GroupVersionKind().Group != templatesGroup || o.GetKind() != "ConstraintTemplate" {
 			continue
@@ -129,13 +234,23 @@ func readPolicies(ctx context.Context, objs, inventory []*unstructured.Unstructu
 		}
 		crd, err := c.CreateCRD(ctx, ct)
 		if err != nil {
-			return nil, fmt.Errorf("reading Gatekeeper's ConstraintTemplate %s: %w", o.GetName(), err)
+			// Gatekeeper's webhook refuses such a template; one in a
+			// cluster has no CRD, like one it cannot ingest.
+			p.notIngested(o.GetName(), ct.Spec.CRD.Spec.Names.Kind, err)
+			continue
 		}
-		if _, err := c.AddTemplate(ctx, ct); err != nil {
-			// Neither driver takes it (Gatekeeper reports the error in
-			// the template's status; its CRD exists): its constraints
-			// are known, not evaluated.
-			p.unevaluated[ct.Spec.CRD.Spec.Names.Kind] = fmt.Sprintf("Gatekeeper cannot run its ConstraintTemplate %s: %v", o.GetName(), err)
+		kind := ct.Spec.CRD.Spec.Names.Kind
+		if _, offlineErr := c.AddTemplate(ctx, ct); offlineErr != nil {
+			if p.gatekeepers == nil {
+				if p.gatekeepers, err = newConstraintClient(flags, false); err != nil {
+					return nil, err
+				}
+			}
+			if _, err := p.gatekeepers.AddTemplate(ctx, ct); err != nil {
+				p.notIngested(o.GetName(), kind, err)
+				continue // a CRD from an earlier version stays as it is
+			}
+			p.unevaluated[kind] = fmt.Sprintf("its ConstraintTemplate %s calls what truce does not call offline (external data, http.send): %s", o.GetName(), firstLine(offlineErr))
 		}
 		u, err := crdObject(crd)
 		if err != nil {
@@ -143,41 +258,32 @@ func readPolicies(ctx context.Context, objs, inventory []*unstructured.Unstructu
 		}
 		p.crds = append(p.crds, u)
 	}
-	for _, o := range objs {
-		if o.GroupVersionKind().Group != constraintsGroup {
-			continue
-		}
-		if _, err := c.AddConstraint(ctx, o); err != nil {
-			if why, ok := p.unevaluated[o.GetKind()]; ok {
-				p.notEvaluated = append(p.notEvaluated, notEvaluated{constraint: o, why: why})
-				continue
-			}
-			return nil, fmt.Errorf("reading Gatekeeper's %s %s: %w", o.GetKind(), o.GetName(), err)
-		}
-	}
-	for _, o := range inventory {
-		if _, err := c.AddData(ctx, o); err != nil {
-			return nil, fmt.Errorf("syncing %s %s/%s into Gatekeeper's inventory: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
-		}
-	}
 	return p, nil
 }
 
 // unversionedTemplate converts a stored ConstraintTemplate to the type the
 // client takes, as Gatekeeper's controller does.
 func unversionedTemplate(o *unstructured.Unstructured) (*templates.ConstraintTemplate, error) {
-	versioned, err := templateScheme.New(o.GroupVersionKind())
-	if err != nil {
-		return nil, fmt.Errorf("reading Gatekeeper's ConstraintTemplate %s: %w", o.GetName(), err)
-	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, versioned); err != nil {
-		return nil, fmt.Errorf("reading Gatekeeper ConstraintTemplate %s: %w", o.GetName(), err)
-	}
 	ct := &templates.ConstraintTemplate{}
-	if err := templateScheme.Convert(versioned, ct, nil); err != nil {
-		return nil, fmt.Errorf("reading Gatekeeper ConstraintTemplate %s: %w", o.GetName(), err)
+	return ct, toUnversioned(o, ct)
+}
+
+// toUnversioned converts a stored object of the constraint framework's
+// API groups (a ConstraintTemplate, a Provider) into into, the unversioned
+// type Gatekeeper's code takes, through the versioned type of its
+// apiVersion.
+func toUnversioned(o *unstructured.Unstructured, into runtime.Object) error {
+	versioned, err := templateScheme.New(o.GroupVersionKind())
+	if err == nil {
+		err = runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, versioned)
 	}
-	return ct, nil
+	if err == nil {
+		err = templateScheme.Convert(versioned, into, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("reading Gatekeeper's %s %s: %w", o.GetKind(), o.GetName(), err)
+	}
+	return nil
 }
 
 // crdObject is the CRD Gatekeeper creates for a template, as stored.
@@ -195,4 +301,18 @@ func crdObject(crd *apiextensions.CustomResourceDefinition) (*unstructured.Unstr
 	unstructured.RemoveNestedField(u.Object, "status")
 	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
 	return u, nil
+}
+
+// notIngested records that Gatekeeper cannot ingest template, whose
+// constraints are of kind: it creates no CRD for them.
+func (p *policies) notIngested(template, kind string, err error) {
+	p.uningested[kind] = fmt.Sprintf("Gatekeeper cannot ingest its ConstraintTemplate %s: %s", template, firstLine(err))
+	p.notes = append(p.notes, fmt.Sprintf("ConstraintTemplate %s cannot be ingested, so no CRD is created for %s: %s", template, kind, firstLine(err)))
+}
+
+// firstLine is err's first line: Rego compile errors go on to quote the
+// code, which a one-line report cannot hold.
+func firstLine(err error) string {
+	line, _, _ := strings.Cut(err.Error(), "\n")
+	return line
 }

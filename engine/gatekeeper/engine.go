@@ -39,9 +39,13 @@ const (
 type Engine struct {
 	caPEM   []byte
 	serving tls.Certificate
+	notes   notes
 }
 
-var _ admission.PolicyEngine = (*Engine)(nil)
+var (
+	_ admission.PolicyEngine = (*Engine)(nil)
+	_ admission.Noter        = (*Engine)(nil)
+)
 
 // New returns the engine with its serving certificate, made once: every
 // chain the engine is installed in serves it.
@@ -120,6 +124,7 @@ func (e *Engine) Install(ctx context.Context, objs []*unstructured.Unstructured)
 	if err != nil {
 		return nil, err
 	}
+	e.notes.add(pols.notes...)
 	installed, err := installObjects(objs, e.caPEM)
 	if err != nil {
 		return nil, err

@@ -228,18 +228,17 @@ spec:
 }
 
 // TestExpansionUnpredictable: a constraint that matches the resultant but
-// could not be evaluated (a CEL-only template with the CEL driver off) is
-// named, with the template that implied the resultant.
+// could not be evaluated (its template calls external data) is named,
+// with the template that implied the resultant.
 func TestExpansionUnpredictable(t *testing.T) {
-	cel := strings.ReplaceAll(celTemplate(false), "kinds: [ConfigMap]", "kinds: [Pod]")
-	chain := newChain(t, namespaces+"\n---\n"+expandDeployments("")+"\n---\n"+
-		controllerManagerDeployment(`["--enable-k8s-native-validation=false"]`)+cel)
+	probe := strings.ReplaceAll(regoTemplate(`response := external_data({"provider": "p", "keys": ["a"]}); msg := sprintf("%v", [response])`), "kinds: [ConfigMap]", "kinds: [Pod]")
+	chain := newChain(t, namespaces+"\n---\n"+expandDeployments("")+probe)
 	res, err := chain.Admit(context.Background(), admission.Request{Object: objects(t, strings.ReplaceAll(deployment, "%s", "apps"))[0]})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := strings.Join(res.Unpredictable, "; ")
-	if !res.Allowed || !strings.Contains(got, "[Implied by expand-deployments] K8sCELRequiredOwner owner not evaluated") {
+	if !res.Allowed || !strings.Contains(got, "[Implied by expand-deployments] K8sProbe probe not evaluated") {
 		t.Errorf("allowed=%v unpredictable=%q, want the resultant's constraint named", res.Allowed, got)
 	}
 }

@@ -36,6 +36,14 @@ type Flags struct {
 	// --disable-enforcementaction-validation: the validating webhook
 	// accepts a constraint with an enforcementAction it does not know.
 	DisableEnforcementActionValidation bool
+	// DisabledBuiltins are --disable-opa-builtin: Rego built-ins a
+	// template may not call (Gatekeeper cannot ingest one that does).
+	// Gatekeeper's manifests and chart pass "{http.send}", braces
+	// included, which names no built-in: http.send stays enabled.
+	DisabledBuiltins []string
+	// ExternalData is --enable-external-data: Rego may call
+	// external_data.
+	ExternalData bool
 	// From says where the flags were read, for errors and reports.
 	From string
 }
@@ -49,9 +57,15 @@ func DefaultFlags() Flags {
 		GeneratorExpansion:  true,
 		K8sNativeValidation: true,
 		ReferentialRules:    true,
+		DisabledBuiltins:    []string{shippedDisabledBuiltin},
+		ExternalData:        true,
 		From:                "the defaults of Gatekeeper's manifests",
 	}
 }
+
+// shippedDisabledBuiltin is the --disable-opa-builtin value of
+// Gatekeeper's manifests and of its chart's default values.
+const shippedDisabledBuiltin = "{http.send}"
 
 // exempt reports whether namespace name may carry the ignore label
 // (namespaceLabelHandler.Handle: exact, prefix or suffix match).
@@ -144,7 +158,7 @@ func readFlags(objs []*unstructured.Unstructured) (Flags, error) {
 // A flag not given has Gatekeeper's own default, so no namespace is exempt
 // unless an --exempt-namespace names it.
 func deploymentFlags(d *unstructured.Unstructured) (Flags, error) {
-	f := Flags{GeneratorExpansion: true, K8sNativeValidation: true, ReferentialRules: true,
+	f := Flags{GeneratorExpansion: true, K8sNativeValidation: true, ReferentialRules: true, ExternalData: true,
 		From: fmt.Sprintf("Deployment %s/%s", d.GetNamespace(), d.GetName())}
 	containers, _, err := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
 	if err != nil {
@@ -170,6 +184,7 @@ func (f *Flags) boolFlags() map[string]*bool {
 		"enable-k8s-native-validation":         &f.K8sNativeValidation,
 		"enable-referential-rules":             &f.ReferentialRules,
 		"disable-enforcementaction-validation": &f.DisableEnforcementActionValidation,
+		"enable-external-data":                 &f.ExternalData,
 	}
 }
 
@@ -181,6 +196,7 @@ func (f *Flags) parse(args []string) error {
 		"exempt-namespace":        &f.ExemptNamespaces,
 		"exempt-namespace-prefix": &f.ExemptNamespacePrefixes,
 		"exempt-namespace-suffix": &f.ExemptNamespaceSuffixes,
+		"disable-opa-builtin":     &f.DisabledBuiltins,
 	}
 	bools := f.boolFlags()
 	for i := 0; i < len(args); i++ {
@@ -281,6 +297,7 @@ func chartFlags(app *unstructured.Unstructured) (Flags, bool, error) {
 			{"enableK8sNativeValidation", &f.K8sNativeValidation, true},
 			{"enableReferentialRules", &f.ReferentialRules, true},
 			{"disableEnforcementActionValidation", &f.DisableEnforcementActionValidation, false},
+			{"enableExternalData", &f.ExternalData, true},
 		} {
 			*b.into = b.def
 			v, ok := values[b.key]
@@ -294,6 +311,14 @@ func chartFlags(app *unstructured.Unstructured) (Flags, bool, error) {
 				return Flags{}, false, fmt.Errorf("reading Gatekeeper's flags from %s: %s: %w", where, b.key, err)
 			}
 			*b.into = parsed
+		}
+		f.DisabledBuiltins = []string{shippedDisabledBuiltin}
+		if v, ok := values["disabledBuiltins"]; ok {
+			items, _ := v.([]any)
+			f.DisabledBuiltins = nil
+			for _, it := range items {
+				f.DisabledBuiltins = append(f.DisabledBuiltins, fmt.Sprint(it))
+			}
 		}
 		return f, true, nil
 	}

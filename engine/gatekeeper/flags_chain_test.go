@@ -21,6 +21,7 @@ func TestControllerManagerFlags(t *testing.T) {
 		object   string
 		want     string // the denial, "" when allowed
 		wantUnpr string // a substring of the unpredictable list
+		wantErr  string // a substring of the chain's error
 	}{{
 		name:   "the manifests' default: only gatekeeper-system may carry the ignore label",
 		object: ignored("team-a"),
@@ -63,10 +64,12 @@ spec:
 		object:  strings.ReplaceAll(configMap, "%s", "apps"),
 		want:    `admission webhook "validation.gatekeeper.sh" denied the request: [owner] an owner label is required (Rego)`,
 	}, {
-		name:     "--enable-k8s-native-validation=false: a CEL-only template is not evaluated",
-		cluster:  controllerManagerDeployment(`["--enable-k8s-native-validation=false"]`) + celTemplate(false),
-		object:   strings.ReplaceAll(configMap, "%s", "apps"),
-		wantUnpr: "K8sCELRequiredOwner owner not evaluated",
+		// Gatekeeper ingests no CEL-only template then (TestTemplateIngestion):
+		// no CRD, so no constraint of it.
+		name:    "--enable-k8s-native-validation=false: a CEL-only template's constraints cannot be created",
+		cluster: controllerManagerDeployment(`["--enable-k8s-native-validation=false"]`) + strings.Split(celTemplate(false), "---\napiVersion: constraints")[0],
+		object:  "apiVersion: constraints.gatekeeper.sh/v1beta1\nkind: K8sCELRequiredOwner\nmetadata: {name: owner}\n",
+		wantErr: `no kind "K8sCELRequiredOwner" is registered`,
 	}, {
 		name:    "an unknown enforcementAction is refused by default",
 		cluster: requiredLabels,
@@ -81,6 +84,12 @@ spec:
 		t.Run(tc.name, func(t *testing.T) {
 			chain := newChain(t, namespaces+"\n---\n"+tc.cluster)
 			res, err := chain.Admit(context.Background(), admission.Request{Object: objects(t, tc.object)[0]})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}

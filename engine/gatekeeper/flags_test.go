@@ -19,7 +19,8 @@ func TestReadFlags(t *testing.T) {
 		return `{apiVersion: argoproj.io/v1alpha1, kind: Application, metadata: {name: gatekeeper, namespace: argocd}, spec: ` + spec + `}`
 	}
 	const chart = `chart: gatekeeper, repoURL: https://open-policy-agent.github.io/gatekeeper/charts, targetRevision: 3.23.1`
-	on := Flags{GeneratorExpansion: true, K8sNativeValidation: true, ReferentialRules: true}
+	on := Flags{GeneratorExpansion: true, K8sNativeValidation: true, ReferentialRules: true, ExternalData: true}
+	shipped := []string{"{http.send}"} // the chart's default, which names no built-in
 	with := func(f func(*Flags)) Flags {
 		out := on
 		f(&out)
@@ -51,8 +52,8 @@ func TestReadFlags(t *testing.T) {
 		want: on,
 	}, {
 		name: "features off; a boolean without a value is true",
-		objs: []string{deploy("gatekeeper-controller-manager", "", `["--enable-generator-resource-expansion=false", "--enable-k8s-native-validation=false", "--enable-referential-rules=false", "--disable-enforcementaction-validation"]`)},
-		want: Flags{DisableEnforcementActionValidation: true},
+		objs: []string{deploy("gatekeeper-controller-manager", "", `["--enable-generator-resource-expansion=false", "--enable-k8s-native-validation=false", "--enable-referential-rules=false", "--disable-enforcementaction-validation", "--enable-external-data=false", "--disable-opa-builtin=http.send", "-disable-opa-builtin", "net.lookup_ip_addr"]`)},
+		want: Flags{DisableEnforcementActionValidation: true, DisabledBuiltins: []string{"http.send", "net.lookup_ip_addr"}},
 	}, {
 		name: "found by its label under another name",
 		objs: []string{deploy("policy-webhook", ", labels: {gatekeeper.sh/operation: webhook}", `["--exempt-namespace=policy"]`)},
@@ -82,7 +83,16 @@ func TestReadFlags(t *testing.T) {
   controllerManager: {exemptNamespaces: [kube-system], exemptNamespacePrefixes: [team-], exemptNamespaceSuffixes: [-infra]},
   enableGeneratorResourceExpansion: false, enableK8sNativeValidation: "false"}}}}`)},
 		want: Flags{ExemptNamespaces: []string{"policy", "kube-system"}, ExemptNamespacePrefixes: []string{"team-"},
-			ExemptNamespaceSuffixes: []string{"-infra"}, ReferentialRules: true},
+			ExemptNamespaceSuffixes: []string{"-infra"}, ReferentialRules: true, ExternalData: true, DisabledBuiltins: shipped},
+	}, {
+		name: "the chart's disabledBuiltins and enableExternalData",
+		objs: []string{app(`{destination: {namespace: gatekeeper-system}, source: {` + chart + `, helm: {valuesObject: {
+  disabledBuiltins: [http.send], enableExternalData: false}}}}`)},
+		want: with(func(f *Flags) {
+			f.ExemptNamespaces = []string{"gatekeeper-system"}
+			f.DisabledBuiltins = []string{"http.send"}
+			f.ExternalData = false
+		}),
 	}, {
 		name: "values as YAML text, a parameter overriding them",
 		objs: []string{app(`{destination: {namespace: gatekeeper-system}, sources: [{` + chart + `, helm: {
@@ -91,6 +101,7 @@ func TestReadFlags(t *testing.T) {
 		want: with(func(f *Flags) {
 			f.ExemptNamespaces = []string{"gatekeeper-system"}
 			f.DisableEnforcementActionValidation = true
+			f.DisabledBuiltins = shipped
 		}),
 	}, {
 		// Argo CD passes valuesObject instead of values, not merged with them.
@@ -101,6 +112,7 @@ func TestReadFlags(t *testing.T) {
 		want: with(func(f *Flags) {
 			f.ExemptNamespaces = []string{"gatekeeper-system"}
 			f.DisableEnforcementActionValidation = true
+			f.DisabledBuiltins = shipped
 		}),
 	}, {
 		name: "nested parameters as helm --set and --set-string read them",
@@ -110,6 +122,7 @@ func TestReadFlags(t *testing.T) {
 		want: with(func(f *Flags) {
 			f.ExemptNamespaces = []string{"gatekeeper-system", "a", "c"}
 			f.K8sNativeValidation = false
+			f.DisabledBuiltins = shipped
 		}),
 	}, {
 		name:    "a parameter Helm cannot parse",

@@ -34,13 +34,13 @@ const serviceAccount = "system:serviceaccount:" + Namespace + ":gatekeeper-admin
 // its webhooks let through unmutated (pkg/webhook/common.go
 // isGatekeeperResource).
 var gatekeeperGroups = map[string]bool{
-	"templates.gatekeeper.sh":    true,
-	"constraints.gatekeeper.sh":  true,
-	mutationsGroup:               true,
-	configGroup:                  true,
-	"externaldata.gatekeeper.sh": true,
-	"expansion.gatekeeper.sh":    true,
-	"status.gatekeeper.sh":       true,
+	"templates.gatekeeper.sh":   true,
+	"constraints.gatekeeper.sh": true,
+	mutationsGroup:              true,
+	configGroup:                 true,
+	externalDataGroup:           true,
+	"expansion.gatekeeper.sh":   true,
+	"status.gatekeeper.sh":      true,
 }
 
 // mutationHandler answers as Gatekeeper's mutation webhook

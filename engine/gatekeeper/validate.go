@@ -7,7 +7,9 @@ import (
 	"strings"
 
 	"github.com/go-logr/logr"
+	edunversioned "github.com/open-policy-agent/frameworks/constraint/pkg/apis/externaldata/unversioned"
 	"github.com/open-policy-agent/frameworks/constraint/pkg/client/reviews"
+	"github.com/open-policy-agent/frameworks/constraint/pkg/externaldata"
 	rtypes "github.com/open-policy-agent/frameworks/constraint/pkg/types"
 	"github.com/open-policy-agent/gatekeeper/v3/pkg/controller/config/process"
 	"github.com/open-policy-agent/gatekeeper/v3/pkg/expansion"
@@ -217,7 +219,7 @@ func (h *validationHandler) validateGatekeeperResource(ctx context.Context, req 
 			return true, err
 		}
 	case req.Kind.Group == constraintsGroup:
-		if err := h.policies.client.ValidateConstraint(obj); err != nil {
+		if err := h.policies.validateConstraint(obj); err != nil {
 			return true, err
 		}
 		action, found, err := unstructured.NestedString(obj.Object, "spec", "enforcementAction")
@@ -247,8 +249,28 @@ func (h *validationHandler) validateGatekeeperResource(ctx context.Context, req 
 				return true, err
 			}
 		}
+	case req.Kind.Group == externalDataGroup && req.Kind.Kind == "Provider":
+		provider, err := unversionedProvider(obj)
+		if err != nil {
+			return false, err
+		}
+		// Gatekeeper asks whether its provider cache takes it.
+		if err := externaldata.NewCache().Upsert(provider); err != nil {
+			return true, err
+		}
 	}
 	return false, nil
+}
+
+// externalDataGroup is the API group of Gatekeeper's external data
+// Providers.
+const externalDataGroup = "externaldata.gatekeeper.sh"
+
+// unversionedProvider converts a stored Provider to the type Gatekeeper's
+// provider cache takes.
+func unversionedProvider(o *unstructured.Unstructured) (*edunversioned.Provider, error) {
+	p := &edunversioned.Provider{}
+	return p, toUnversioned(o, p)
 }
 
 // namespaceLabelHandler is Gatekeeper's check-ignore-label webhook

@@ -2,13 +2,16 @@ package gatekeeper_test
 
 import (
 	"context"
+	"encoding/base64"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/truce-dev/truce/admission"
+	"github.com/truce-dev/truce/internal/certs"
 )
 
 // requiredLabels is K8sRequiredLabels from the Gatekeeper policy library
@@ -247,6 +250,46 @@ metadata: {name: c, namespace: apps, labels: {owner: me}}
 			}
 			if len(res.Unpredictable) != 0 {
 				t.Errorf("unpredictable = %q", res.Unpredictable)
+			}
+		})
+	}
+}
+
+// TestProviderValidation: Gatekeeper's webhook refuses a Provider its
+// provider cache would not take (validateProvider).
+func TestProviderValidation(t *testing.T) {
+	ca, err := certs.NewCA("provider CA", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	provider := func(spec string) string {
+		return "apiVersion: externaldata.gatekeeper.sh/v1beta1\nkind: Provider\nmetadata: {name: tags}\nspec: " + spec + "\n"
+	}
+	tests := []struct {
+		name, object string
+		want         string // the denial, "" when allowed
+	}{
+		{"HTTP", provider(`{url: "http://tags.example:8090/validate", timeout: 3}`), "only HTTPS scheme is supported for Providers"},
+		{"HTTPS without a caBundle", provider(`{url: "https://tags.example:8090/validate", timeout: 3}`), "caBundle should be set for HTTPS scheme"},
+		{"a caBundle that is not a certificate", provider(`{url: "https://tags.example:8090/validate", timeout: 3, caBundle: "bm90IGEgY2VydA=="}`), "bad caBundle"},
+		{"HTTPS with a CA", provider(`{url: "https://tags.example:8090/validate", timeout: 3, caBundle: "` + base64.StdEncoding.EncodeToString(ca.PEM) + `"}`), ""},
+	}
+	chain := newChain(t, namespaces)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := chain.Admit(context.Background(), admission.Request{Object: objects(t, tc.object)[0]})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == "" {
+				if !res.Allowed {
+					t.Errorf("denied: %s", res.Message)
+				}
+				return
+			}
+			want := `admission webhook "validation.gatekeeper.sh" denied the request: ` + tc.want
+			if res.Allowed || res.Message != want {
+				t.Errorf("allowed=%v %q, want %q", res.Allowed, res.Message, want)
 			}
 		})
 	}
