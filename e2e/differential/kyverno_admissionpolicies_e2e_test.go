@@ -68,23 +68,26 @@ func TestKyvernoAdmissionPolicies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			svcNS, svcName, _ := strings.Cut(kyverno.Service, "/")
-			hook := inst.Webhooks[kyverno.Service]
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
+			// Kyverno's Services (its admission controller's and its
+			// cleanup controller's), served on loopback.
+			for svc, hook := range inst.Webhooks {
+				svcNS, svcName, _ := strings.Cut(svc, "/")
+				l, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				hs := &http.Server{Handler: hook.Handler, TLSConfig: &tls.Config{Certificates: []tls.Certificate{hook.Certificate}, MinVersion: tls.VersionTLS12}}
+				go func() { _ = hs.ServeTLS(l, "", "") }()
+				if err := apiserver.WebhookServices.Set(svcNS, svcName, "https://"+l.Addr().String()); err != nil {
+					t.Fatal(err)
+				}
+				// Cleanups run last-in first-out: the server is cleaned
+				// while the webhook still answers.
+				t.Cleanup(func() {
+					apiserver.WebhookServices.Delete(svcNS, svcName)
+					_ = hs.Close()
+				})
 			}
-			hs := &http.Server{Handler: hook.Handler, TLSConfig: &tls.Config{Certificates: []tls.Certificate{hook.Certificate}, MinVersion: tls.VersionTLS12}}
-			go func() { _ = hs.ServeTLS(l, "", "") }()
-			if err := apiserver.WebhookServices.Set(svcNS, svcName, "https://"+l.Addr().String()); err != nil {
-				t.Fatal(err)
-			}
-			// Cleanups run last-in first-out: the server is cleaned while
-			// the webhook still answers.
-			t.Cleanup(func() {
-				apiserver.WebhookServices.Delete(svcNS, svcName)
-				_ = hs.Close()
-			})
 			useCleanServer(ctx, t, srv)
 			// The server gets the namespaces and what Kyverno writes into
 			// admissionregistration.k8s.io; its policies and CRDs

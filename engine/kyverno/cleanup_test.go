@@ -1,9 +1,13 @@
 package kyverno_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
+	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/cluster"
 	"github.com/truce-dev/truce/engine/kyverno"
 )
@@ -241,4 +245,40 @@ func TestCleanupUnpredictable(t *testing.T) {
 			t.Errorf("no note of the refused policy: %q", eng.Notes())
 		}
 	})
+}
+
+// Kyverno's cleanup controller validates the cleanup.kyverno.io/ttl label
+// of every object that carries it (kyverno-ttl-validating-webhook-cfg,
+// served on its own Service): it always admits, and warns about a value it
+// cannot read.
+func TestTTLLabel(t *testing.T) {
+	const warning = "cleanup.kyverno.io/ttl label value cannot be parsed as any recognizable format"
+	tests := []struct {
+		name, labels string
+		warns        bool
+	}{
+		{"a duration", "cleanup.kyverno.io/ttl: 2h", false},
+		{"a date", "cleanup.kyverno.io/ttl: 2025-01-01", false},
+		{"neither", "cleanup.kyverno.io/ttl: soon", true},
+		{"no label", "app: x", false},
+	}
+	chain := newChain(t, namespaces, addLabel)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := chain.Admit(testContext(t), admission.Request{Object: obj(t, configMap("c", tt.labels))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Allowed {
+				t.Fatalf("denied: %s", res.Message)
+			}
+			warned := slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, warning) })
+			if warned != tt.warns {
+				t.Errorf("warnings %q, want the TTL warning: %v", res.Warnings, tt.warns)
+			}
+		})
+	}
+	if _, ok := chain.State().Get(k8sschema.GroupKind{Group: "admissionregistration.k8s.io", Kind: "ValidatingWebhookConfiguration"}, "", "kyverno-cleanup-validating-webhook-cfg"); !ok {
+		t.Error("no kyverno-cleanup-validating-webhook-cfg in the state")
+	}
 }

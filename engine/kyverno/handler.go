@@ -27,6 +27,9 @@ const policyValidatePath = "/policyvalidate"
 type reviewHandler struct {
 	h   *helper
 	set string
+	// prefix is put before the paths of the Service served
+	// (protocol.CleanupServicePrefix for the cleanup controller's).
+	prefix string
 	// withDocs, when set, gives the set loaded with the cluster's OpenAPI
 	// documents, which the policy webhook's path is served from.
 	withDocs func(context.Context) (string, error)
@@ -42,7 +45,7 @@ func (rh *reviewHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "reading the AdmissionReview failed or it is too large", http.StatusBadRequest)
 		return
 	}
-	review, err := rh.review(r.Context(), r.URL.Path, body)
+	review, err := rh.review(r.Context(), rh.prefix+r.URL.Path, body)
 	if err != nil {
 		// The webhook plugin applies the webhook's failurePolicy to this,
 		// as to a Kyverno pod that does not answer.

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,8 +34,12 @@ import (
 // Version is the Kyverno release the helper is built from.
 const Version = "v1.19.1"
 
-// Service is where Kyverno's webhook configurations send requests.
-const Service = "kyverno/kyverno-svc"
+// Service is where Kyverno's webhook configurations send requests, and
+// CleanupService where those of its cleanup controller do.
+const (
+	Service        = "kyverno/kyverno-svc"
+	CleanupService = "kyverno/kyverno-cleanup-controller"
+)
 
 // The groups of Kyverno's policy kinds.
 const (
@@ -86,13 +91,15 @@ type Engine struct {
 	helperPath string
 	flags      *AdmissionPolicyFlags
 
-	once    sync.Once
-	h       *helper
-	ca      *certs.CA
-	cert    tls.Certificate
-	crds    []*unstructured.Unstructured
-	initErr error
-	docs    docCache
+	once sync.Once
+	h    *helper
+	ca   *certs.CA
+	cert tls.Certificate
+	// cleanupCert serves the cleanup controller's Service.
+	cleanupCert tls.Certificate
+	crds        []*unstructured.Unstructured
+	initErr     error
+	docs        docCache
 	// generated remembers Kyverno's admission policy generator's answers.
 	generated generatorCache
 	notes     notes
@@ -143,15 +150,22 @@ func (e *Engine) init() error {
 			if err != nil {
 				return err
 			}
-			pair, err := ca.Serving("kyverno-svc.kyverno.svc", []string{"kyverno-svc.kyverno.svc"}, nil, 24*time.Hour)
-			if err != nil {
+			serving := func(service string) (tls.Certificate, error) {
+				ns, name, _ := strings.Cut(service, "/")
+				host := name + "." + ns + ".svc"
+				pair, err := ca.Serving(host, []string{host}, nil, 24*time.Hour)
+				if err != nil {
+					return tls.Certificate{}, err
+				}
+				return tls.X509KeyPair(pair.CertPEM, pair.KeyPEM)
+			}
+			e.ca = ca
+			if e.cert, err = serving(Service); err != nil {
 				return err
 			}
-			cert, err := tls.X509KeyPair(pair.CertPEM, pair.KeyPEM)
-			if err != nil {
+			if e.cleanupCert, err = serving(CleanupService); err != nil {
 				return err
 			}
-			e.ca, e.cert = ca, cert
 			h, err := startHelper(path)
 			if err != nil {
 				return err
@@ -223,7 +237,8 @@ func (e *Engine) Install(ctx context.Context, objs []*unstructured.Unstructured)
 		rh.withDocs = e.withDocs(load, reg)
 	}
 	inst.Webhooks = admission.InProcessWebhooks{
-		Service: {Handler: rh, Certificate: e.cert},
+		Service:        {Handler: rh, Certificate: e.cert},
+		CleanupService: {Handler: &reviewHandler{h: e.h, set: resp.Set, prefix: protocol.CleanupServicePrefix}, Certificate: e.cleanupCert},
 	}
 	return inst, nil
 }

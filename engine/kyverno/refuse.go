@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -77,12 +78,14 @@ func (e *Engine) Refusals(ctx context.Context, cluster, objs []*unstructured.Uns
 }
 
 // objectConfigurations name the webhook configurations Kyverno generates
-// for its own objects (its config package): validate-policy.kyverno.svc and
-// the PolicyExceptions' webhooks.
+// for its own objects (its config package): validate-policy.kyverno.svc,
+// the PolicyExceptions' webhooks and the cleanup controller's for its
+// cleanup policies.
 var objectConfigurations = []string{
 	"kyverno-policy-validating-webhook-cfg",
 	"kyverno-exception-validating-webhook-cfg",
 	"kyverno-cel-exception-validating-webhook-cfg",
+	"kyverno-cleanup-validating-webhook-cfg",
 }
 
 // objectWebhooks are the webhooks of objectConfigurations, among the
@@ -109,20 +112,32 @@ func readObjectWebhooks(configs []json.RawMessage) (objectWebhooks, error) {
 	return out, nil
 }
 
-// path is the service path of the webhook whose rules match creating gr,
-// versions aside (Kyverno's webhooks match Equivalent); "" for none (a
-// ClusterCleanupPolicy: the cleanup controller's webhook validates it).
+// path is the path, as the helper serves it, of the webhook whose rules
+// match creating gr, versions aside (Kyverno's webhooks match Equivalent);
+// "" for none.
 func (ws objectWebhooks) path(gr k8sschema.GroupResource) string {
 	for _, w := range ws {
 		for _, r := range w.Rules {
 			if (slices.Contains(r.APIGroups, gr.Group) || slices.Contains(r.APIGroups, "*")) &&
-				(slices.Contains(r.Resources, gr.Resource) || slices.Contains(r.Resources, "*")) &&
+				slices.ContainsFunc(r.Resources, func(res string) bool { return matchesResource(res, gr.Resource) }) &&
 				(slices.Contains(r.Operations, admissionregistrationv1.Create) || slices.Contains(r.Operations, admissionregistrationv1.OperationAll)) {
-				return *w.ClientConfig.Service.Path
+				path := *w.ClientConfig.Service.Path
+				if w.ClientConfig.Service.Namespace+"/"+w.ClientConfig.Service.Name == CleanupService {
+					path = protocol.CleanupServicePrefix + path
+				}
+				return path
 			}
 		}
 	}
 	return ""
+}
+
+// matchesResource reports whether a rule's resource ("x", "x/*", "*",
+// "*/*", "x/status") matches the resource itself (no subresource), as
+// kube-apiserver's rule matcher does.
+func matchesResource(rule, resource string) bool {
+	res, sub, _ := strings.Cut(rule, "/")
+	return (res == "*" || res == resource) && (sub == "" || sub == "*")
 }
 
 // refusal asks the webhook at path about creating o, and returns its

@@ -7,9 +7,9 @@ import (
 	"github.com/truce-dev/truce/engine/kyverno"
 )
 
-// Refusals asks the webhook Kyverno generated for each kind: policies and
-// PolicyExceptions are judged, a cleanup policy (another controller's
-// webhook) and objects not Kyverno's are not.
+// Refusals asks the webhook Kyverno generated for each kind: policies,
+// PolicyExceptions and cleanup policies (the cleanup controller's webhook)
+// are judged, objects not Kyverno's are not.
 func TestRefusals(t *testing.T) {
 	tests := []struct {
 		name, obj string
@@ -50,12 +50,21 @@ spec:
   exceptions: [{policyName: psa, ruleNames: [restricted]}]
   match: {all: [{resources: {kinds: [Pod]}}]}
   podSecurity: [{controlName: Capabilities}]`},
-		{name: "cleanup policy is not the policy webhook's", obj: `
+		// Cleanup policies meet the cleanup controller's webhook, on a
+		// Service of its own.
+		{name: "valid cleanup policy", obj: `
 apiVersion: kyverno.io/v2
 kind: ClusterCleanupPolicy
 metadata: {name: clean}
 spec:
   schedule: "*/5 * * * *"
+  match: {any: [{resources: {kinds: [Pod]}}]}`},
+		{name: "cleanup policy with a schedule that is not cron", refused: "schedule spec in the cleanupPolicy is not in proper cron format", obj: `
+apiVersion: kyverno.io/v2
+kind: ClusterCleanupPolicy
+metadata: {name: clean}
+spec:
+  schedule: "every five minutes"
   match: {any: [{resources: {kinds: [Pod]}}]}`},
 		{name: "not Kyverno's", obj: configMap("c", "a: b")},
 	}

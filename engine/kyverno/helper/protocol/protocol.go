@@ -16,7 +16,13 @@ import (
 // helper. A request of another version is refused, so a truce and a helper
 // built from different commits fail with a clear error instead of
 // misreading each other.
-const ProtocolVersion = 8
+const ProtocolVersion = 9
+
+// CleanupServicePrefix prefixes the webhook paths of Kyverno's cleanup
+// controller, a Service of its own (kyverno-cleanup-controller) whose
+// paths ("/validate") collide with the admission controller's, in a
+// ReviewRequest's Path (version 9).
+const CleanupServicePrefix = "/kyverno-cleanup-controller"
 
 // The operations of the protocol.
 const (

@@ -30,7 +30,7 @@ func TestWireFormat(t *testing.T) {
 			msg: &Request{V: ProtocolVersion, ID: 1, Op: OpLoad, Load: &LoadRequest{
 				Objects: []json.RawMessage{raw}, Resources: resources, CABundle: []byte("ca"), ServerVersion: "1.37.2", OpenAPI: map[string][]byte{"api/v1": []byte("d")},
 			}},
-			want: `{"v":8,"id":1,"op":"load","load":{"objects":[{"kind":"X"}],"resources":[{"groupVersion":"v1","resources":[{"name":"pods","singularName":"","namespaced":true,"kind":"Pod","verbs":null}]}],"caBundle":"Y2E=","serverVersion":"1.37.2","openAPI":{"api/v1":"ZA=="}}}`,
+			want: `{"v":9,"id":1,"op":"load","load":{"objects":[{"kind":"X"}],"resources":[{"groupVersion":"v1","resources":[{"name":"pods","singularName":"","namespaced":true,"kind":"Pod","verbs":null}]}],"caBundle":"Y2E=","serverVersion":"1.37.2","openAPI":{"api/v1":"ZA=="}}}`,
 		},
 		{
 			name: "empty load",
@@ -40,7 +40,7 @@ func TestWireFormat(t *testing.T) {
 		{
 			name: "review and unload",
 			msg:  &Request{V: ProtocolVersion, Op: OpReview, Set: "s", Review: &ReviewRequest{Set: "s", Path: "/mutate", Review: raw}},
-			want: `{"v":8,"id":0,"op":"review","review":{"set":"s","path":"/mutate","review":{"kind":"X"}},"set":"s"}`,
+			want: `{"v":9,"id":0,"op":"review","review":{"set":"s","path":"/mutate","review":{"kind":"X"}},"set":"s"}`,
 		},
 		{
 			name: "background",
@@ -49,7 +49,7 @@ func TestWireFormat(t *testing.T) {
 				NamespaceLabels: map[string]string{"a": "b"}, Objects: []json.RawMessage{raw}, OpenAPI: map[string][]byte{"p": []byte("d")},
 				Policy: "ns/p", Rule: "r", PolicyKind: "CleanupPolicy",
 			}},
-			want: `{"v":8,"id":0,"op":"deleting","generate":{"policies":[{"kind":"X"}],"resources":[{"groupVersion":"v1","resources":[{"name":"pods","singularName":"","namespaced":true,"kind":"Pod","verbs":null}]}],"trigger":{"kind":"X"},"operation":"CREATE","namespaceLabels":{"a":"b"},"objects":[{"kind":"X"}],"openAPI":{"p":"ZA=="},"policy":"ns/p","rule":"r","policyKind":"CleanupPolicy"}}`,
+			want: `{"v":9,"id":0,"op":"deleting","generate":{"policies":[{"kind":"X"}],"resources":[{"groupVersion":"v1","resources":[{"name":"pods","singularName":"","namespaced":true,"kind":"Pod","verbs":null}]}],"trigger":{"kind":"X"},"operation":"CREATE","namespaceLabels":{"a":"b"},"objects":[{"kind":"X"}],"openAPI":{"p":"ZA=="},"policy":"ns/p","rule":"r","policyKind":"CleanupPolicy"}}`,
 		},
 		{
 			name: "empty background",
@@ -61,7 +61,7 @@ func TestWireFormat(t *testing.T) {
 			msg: &Request{V: ProtocolVersion, Op: OpAdmissionPolicies, AdmissionPolicies: &AdmissionPoliciesRequest{
 				Objects: []json.RawMessage{raw}, GenerateValidatingAdmissionPolicy: true,
 			}},
-			want: `{"v":8,"id":0,"op":"admissionPolicies","admissionPolicies":{"objects":[{"kind":"X"}],"resources":null,"generateValidatingAdmissionPolicy":true,"generateMutatingAdmissionPolicy":false}}`,
+			want: `{"v":9,"id":0,"op":"admissionPolicies","admissionPolicies":{"objects":[{"kind":"X"}],"resources":null,"generateValidatingAdmissionPolicy":true,"generateMutatingAdmissionPolicy":false}}`,
 		},
 		{
 			name: "response",
@@ -83,7 +83,7 @@ func TestWireFormat(t *testing.T) {
 					Warnings: []string{"w"},
 				},
 			},
-			want: `{"v":8,"id":2,"error":"e","kyverno":"v1.19.1","set":"s","webhooks":[{"kind":"X"}],"warnings":["w"],"review":{"kind":"X"},"unpredictable":["u"],` +
+			want: `{"v":9,"id":2,"error":"e","kyverno":"v1.19.1","set":"s","webhooks":[{"kind":"X"}],"warnings":["w"],"review":{"kind":"X"},"unpredictable":["u"],` +
 				`"generate":{"rules":[{"policy":"p","rule":"r","policyKind":"ClusterCleanupPolicy","kinds":["Pod"],"synchronize":true,"apiVersion":"v1","kind":"ConfigMap","namespace":"n","name":"m","clone":"n/c","cloneList":["Secret"],"cloneNamespace":"cn","targets":["apps/v1/Deployment"],"schedule":"* * * * *","cel":true,"unpredictable":"why"}],"writes":[{"op":"delete","object":{"kind":"X"}}],"errors":["err"]},` +
 				`"admissionPolicies":{"objects":[{"kind":"X"}],"statuses":[{"kind":"ClusterPolicy","name":"c","generated":true,"message":"m"}],"warnings":["w"]}}`,
 		},

@@ -16,6 +16,9 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/julienschmidt/httprouter"
 	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
+	cleanuppolicyhandlers "github.com/kyverno/kyverno/cmd/cleanup-controller/handlers/admission/policy"
+	cleanupresourcehandlers "github.com/kyverno/kyverno/cmd/cleanup-controller/handlers/admission/resource"
+	"github.com/kyverno/kyverno/pkg/auth/checker"
 	kyvernofake "github.com/kyverno/kyverno/pkg/client/clientset/versioned/fake"
 	kyvernoinformers "github.com/kyverno/kyverno/pkg/client/informers/externalversions"
 	"github.com/kyverno/kyverno/pkg/clients/dclient"
@@ -353,6 +356,11 @@ func buildSet(parent context.Context, req *protocol.LoadRequest) (ps *policySet,
 		config.PolicyValidatingWebhookServicePath:       webhooks.HandlerFunc(policies.Validate),
 		config.ExceptionValidatingWebhookServicePath:    webhooks.HandlerFunc(webhooksexception.NewHandlers(exceptionOptions).Validate),
 		config.CELExceptionValidatingWebhookServicePath: webhooks.HandlerFunc(webhookscelexception.NewHandlers(exceptionOptions).Validate),
+		// The cleanup controller's, under its Service's prefix; it runs
+		// with the chart's RBAC, as the access reviews answer.
+		protocol.CleanupServicePrefix + config.CleanupValidatingWebhookServicePath: withoutFailurePolicy(cleanuppolicyhandlers.New(client).Validate),
+		protocol.CleanupServicePrefix + config.TtlValidatingWebhookServicePath: withoutFailurePolicy(
+			cleanupresourcehandlers.New(checker.NewSelfChecker(kubeClient.AuthorizationV1().SelfSubjectAccessReviews())).Validate),
 	}
 	mux := newMux(configuration, rh, ov, rbLister, crbLister, client.Discovery())
 	reverse := newMux(configuration, newResourceHandlers(true), ov, rbLister, crbLister, client.Discovery())
@@ -367,6 +375,14 @@ func buildSet(parent context.Context, req *protocol.LoadRequest) (ps *policySet,
 // objectValidators are the handlers of the webhooks validating Kyverno's
 // own objects, by path.
 type objectValidators map[string]webhooks.Handler
+
+// withoutFailurePolicy is a handler of the cleanup controller's server,
+// which passes no failure policy, as a webhooks.Handler.
+func withoutFailurePolicy(f func(context.Context, logr.Logger, handlers.AdmissionRequest, time.Time) admissionv1.AdmissionResponse) webhooks.Handler {
+	return webhooks.HandlerFunc(func(ctx context.Context, logger logr.Logger, request handlers.AdmissionRequest, _ string, startTime time.Time) admissionv1.AdmissionResponse {
+		return f(ctx, logger, request, startTime)
+	})
+}
 
 // newMux routes the resource webhook paths as Kyverno's server does
 // (pkg/webhooks/server.go): each failure policy, the fine-grained

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	kyvernoapi "github.com/kyverno/kyverno/api/kyverno"
 	"github.com/kyverno/kyverno/pkg/client/clientset/versioned"
 	kyvernoinformers "github.com/kyverno/kyverno/pkg/client/informers/externalversions"
 	"github.com/kyverno/kyverno/pkg/clients/dclient"
@@ -129,7 +130,57 @@ func newWebhookBuilder(client dclient.Interface, kube kubernetes.Interface, kyve
 		config.CELExceptionValidatingWebhookConfigurationName, config.CELExceptionValidatingWebhookServicePath, "", 443, nil,
 		exceptionRule("policies.kyverno.io", "v1alpha1", "v1beta1", "v1"),
 		genericwebhookcontroller.Fail, genericwebhookcontroller.None, configuration, caSecretName)
-	return &webhookBuilder{ctrls: []controllers.Controller{ctrl, exceptions, celExceptions}, kube: kube}, nil
+	// The cleanup controller's webhooks, as cmd/cleanup-controller/main.go
+	// configures their controllers: its cleanup policies' (failing
+	// closed; "x/*" matches x and its subresources) and the TTL label's
+	// (any object labelled cleanup.kyverno.io/ttl).
+	cleanupPolicies := genericwebhookcontroller.NewController("policy-webhook-controller", vwcs, vwcInformer, secrets,
+		config.CleanupValidatingWebhookConfigurationName, config.CleanupValidatingWebhookServicePath, "", 443, nil,
+		[]admissionregistrationv1.RuleWithOperations{{
+			Rule: admissionregistrationv1.Rule{
+				APIGroups:   []string{"kyverno.io"},
+				APIVersions: []string{"v2beta1"},
+				Resources:   []string{"cleanuppolicies/*", "clustercleanuppolicies/*"},
+			},
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+		}},
+		genericwebhookcontroller.Fail, genericwebhookcontroller.None, configuration, caSecretName)
+	ttl := genericwebhookcontroller.NewController("ttl-webhook-controller", vwcs, vwcInformer, secrets,
+		config.TtlValidatingWebhookConfigurationName, config.TtlValidatingWebhookServicePath, "", 443,
+		&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: kyvernoapi.LabelCleanupTtl, Operator: metav1.LabelSelectorOpExists}}},
+		[]admissionregistrationv1.RuleWithOperations{{
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}},
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+		}},
+		genericwebhookcontroller.Ignore, genericwebhookcontroller.None, configuration, caSecretName)
+	return &webhookBuilder{ctrls: []controllers.Controller{ctrl, exceptions, celExceptions, cleanupPolicies, ttl}, kube: kube}, nil
+}
+
+// cleanupService is the Service of Kyverno's cleanup controller (its
+// chart's kyverno-cleanup-controller, which the controller reads from
+// $KYVERNO_SVC); this process, which runs the admission controller's code
+// too, has the admission controller's.
+const cleanupService = "kyverno-cleanup-controller"
+
+// cleanupConfigurations are the webhook configurations the cleanup
+// controller creates.
+var cleanupConfigurations = []string{
+	config.CleanupValidatingWebhookConfigurationName,
+	config.TtlValidatingWebhookConfigurationName,
+}
+
+// asCleanupController names the webhooks of c, a configuration of
+// cleanupConfigurations, and the Service they call, as the cleanup
+// controller's process names them (generic webhook controller's build:
+// "<service>.<namespace>.svc").
+func asCleanupController(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
+	for i := range c.Webhooks {
+		w := &c.Webhooks[i]
+		w.Name = cleanupService + "." + config.KyvernoNamespace() + ".svc"
+		if w.ClientConfig.Service != nil {
+			w.ClientConfig.Service.Name = cleanupService
+		}
+	}
 }
 
 // configurations are the webhook configurations build collects, by name.
@@ -139,11 +190,13 @@ var configurations = []string{
 	config.PolicyValidatingWebhookConfigurationName,
 	config.ExceptionValidatingWebhookConfigurationName,
 	config.CELExceptionValidatingWebhookConfigurationName,
+	config.CleanupValidatingWebhookConfigurationName,
+	config.TtlValidatingWebhookConfigurationName,
 }
 
 // build runs the controllers until they have created the resource
-// webhook configurations, the policies' validating one and the
-// PolicyExceptions' ones, and returns them (configurations' order), as JSON
+// webhook configurations, the policies' validating one, the
+// PolicyExceptions' ones and the cleanup controller's, and returns them (configurations' order), as JSON
 // objects with their kinds. The policies' mutating configuration is left
 // out: its handler admits every request unchanged (pkg/webhooks/policy's
 // Mutate).
@@ -191,6 +244,9 @@ func (b *webhookBuilder) build(ctx context.Context) ([]json.RawMessage, error) {
 			if slices.Contains(configurations, o.Name) {
 				o = o.DeepCopy()
 				o.TypeMeta = metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"}
+				if slices.Contains(cleanupConfigurations, o.Name) {
+					asCleanupController(o)
+				}
 				got[o.Name] = o
 			}
 		}
