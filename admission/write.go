@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +16,7 @@ import (
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/version"
 	k8sadmission "k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/endpoints/deprecation"
@@ -282,9 +285,13 @@ func checkResourceVersion(r *schema.Resource, obj metav1.Object, old runtime.Obj
 const optimisticLockErrorMsg = "the object has been modified; please apply your changes to the latest version and try again"
 
 // addDeprecationWarning warns about deprecated API versions, as the
-// server's endpoint installer does on every request to one.
+// server's endpoint installer does on every request to one, and the CRD
+// handler for a custom resource version its CRD marks deprecated.
 func addDeprecationWarning(ctx context.Context, r *schema.Resource) {
 	if r.CRD != nil {
+		if w, ok := crdDeprecationWarning(r.CRD, r.GVR.Version); ok {
+			warning.AddWarning(ctx, "", w)
+		}
 		return
 	}
 	versioned, err := schemeFor(r.GVR.Group).New(r.GVK())
@@ -295,6 +302,33 @@ func addDeprecationWarning(ctx context.Context, r *schema.Resource) {
 	if deprecation.IsDeprecated(versioned, kubernetesMajor, kubernetesMinor) {
 		warning.AddWarning(ctx, "", deprecation.WarningMessage(versioned))
 	}
+}
+
+// crdDeprecationWarning is the warning apiextensions-apiserver's CRD
+// handler gives every request to version of crd when the CRD marks it
+// deprecated: its deprecationWarning, else the default that names the
+// newest served version not deprecated (customresource_handler.go,
+// defaultDeprecationWarning, unexported there).
+func crdDeprecationWarning(crd *apiextensionsv1.CustomResourceDefinition, v string) (string, bool) {
+	i := slices.IndexFunc(crd.Spec.Versions, func(cv apiextensionsv1.CustomResourceDefinitionVersion) bool { return cv.Name == v })
+	if i < 0 || !crd.Spec.Versions[i].Deprecated {
+		return "", false
+	}
+	if w := crd.Spec.Versions[i].DeprecationWarning; w != nil {
+		return *w, true
+	}
+	msg := fmt.Sprintf("%s/%s %s is deprecated", crd.Spec.Group, v, crd.Spec.Names.Kind)
+	newest := ""
+	for _, cv := range crd.Spec.Versions {
+		if cv.Served && !cv.Deprecated && version.CompareKubeAwareVersionStrings(v, cv.Name) < 0 &&
+			(newest == "" || version.CompareKubeAwareVersionStrings(cv.Name, newest) > 0) {
+			newest = cv.Name
+		}
+	}
+	if newest != "" {
+		msg += fmt.Sprintf("; use %s/%s %s", crd.Spec.Group, newest, crd.Spec.Names.Kind)
+	}
+	return msg, true
 }
 
 // codec decodes the body of a write into the form admission sees (the

@@ -238,15 +238,9 @@ func storageIdentity(gr k8sschema.GroupResource) string {
 
 func (r *Registry) rebuildLocked() {
 	equiv := runtime.NewEquivalentResourceRegistryWithIdentity(storageIdentity)
-	var gvs []k8sschema.GroupVersion
-	seen := map[k8sschema.GroupVersion]bool{}
-	for gvr := range r.byGVR {
-		if !seen[gvr.GroupVersion()] {
-			seen[gvr.GroupVersion()] = true
-			gvs = append(gvs, gvr.GroupVersion())
-		}
-	}
-	mapper := meta.NewDefaultRESTMapper(gvs)
+	// A kind asked for without a version maps to its group's preferred
+	// version, as with kube-apiserver's discovery.
+	mapper := meta.NewDefaultRESTMapper(r.groupVersionsLocked())
 	for _, res := range r.byGVR {
 		scope := meta.RESTScopeRoot
 		if res.Namespaced {

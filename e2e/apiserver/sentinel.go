@@ -55,10 +55,11 @@ const (
 	SentinelNamespace = "truce-e2e-sentinel"
 	// SentinelName names every sentinel object.
 	SentinelName = "truce-e2e-sentinel"
+	// SentinelGroup is the API group of the harness's probe CRD.
+	SentinelGroup = "e2e.truce.dev"
 
 	sentinelGenLabel      = "truce-e2e.dev/sentinel-gen"
 	sentinelSeenAnno      = "truce-e2e.dev/sentinel-seen"
-	sentinelGroup         = "e2e.truce.dev"
 	sentinelWarningPrefix = "truce-e2e-sentinel gen="
 )
 
@@ -71,7 +72,7 @@ func sentinelObjects(gen int) ([]*unstructured.Unstructured, error) {
 		"{{SEEN}}", strings.ReplaceAll(sentinelSeenAnno, "/", "~1"),
 		"{{NAMESPACE}}", SentinelNamespace,
 		"{{NAME}}", SentinelName,
-		"{{GROUP}}", sentinelGroup,
+		"{{GROUP}}", SentinelGroup,
 		"{{WARNING}}", sentinelWarningPrefix,
 	).Replace(sentinelTemplate), "\n---\n")
 	out := make([]*unstructured.Unstructured, 0, len(docs))
@@ -201,7 +202,7 @@ webhooks:
 // sentinelProbe is the object dry-run to test the sentinels of generation gen.
 func sentinelProbe(gen int) *unstructured.Unstructured {
 	probe := &unstructured.Unstructured{}
-	probe.SetAPIVersion(sentinelGroup + "/v1")
+	probe.SetAPIVersion(SentinelGroup + "/v1")
 	probe.SetKind("TruceSentinel")
 	probe.SetNamespace(SentinelNamespace)
 	probe.SetName(fmt.Sprintf("probe-g%d", gen))
@@ -243,8 +244,8 @@ func (s *Server) WaitForAdmissionSync(ctx context.Context) error {
 
 	wantWarning := fmt.Sprint(sentinelWarningPrefix, gen)
 	wantHooks := []string{
-		fmt.Sprintf("g%d.mutating.sentinel.%s", gen, sentinelGroup),
-		fmt.Sprintf("g%d.validating.sentinel.%s", gen, sentinelGroup),
+		fmt.Sprintf("g%d.mutating.sentinel.%s", gen, SentinelGroup),
+		fmt.Sprintf("g%d.validating.sentinel.%s", gen, SentinelGroup),
 	}
 	probe := sentinelProbe(gen)
 	var missing []string

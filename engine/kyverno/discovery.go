@@ -39,8 +39,9 @@ func registry(objs []*unstructured.Unstructured) (*schema.Registry, error) {
 }
 
 // discovery returns the API resources of reg as kube-apiserver's discovery
-// lists them. Kyverno turns a policy's kinds into webhook rules and
-// matches requests through it.
+// lists them, each group's preferred version first. Kyverno turns a
+// policy's kinds into webhook rules and matches requests through it, and
+// reads the preferred versions (ServerPreferredResources).
 func discovery(reg *schema.Registry) []*metav1.APIResourceList {
 	byGV := map[string]*metav1.APIResourceList{}
 	for _, r := range reg.Resources() {
@@ -73,14 +74,11 @@ func discovery(reg *schema.Registry) []*metav1.APIResourceList {
 			})
 		}
 	}
-	gvs := make([]string, 0, len(byGV))
-	for gv := range byGV {
-		gvs = append(gvs, gv)
-	}
-	sort.Strings(gvs)
-	out := make([]*metav1.APIResourceList, 0, len(gvs))
-	for _, gv := range gvs {
-		out = append(out, byGV[gv])
+	// client-go's fake discovery takes a group's first version for its
+	// preferred one, and lists the versions in this order.
+	out := make([]*metav1.APIResourceList, 0, len(byGV))
+	for _, gv := range reg.GroupVersions() {
+		out = append(out, byGV[gv.String()])
 	}
 	return out
 }
