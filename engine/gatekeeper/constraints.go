@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	frameworksapis "github.com/open-policy-agent/frameworks/constraint/pkg/apis"
 	constraintclient "github.com/open-policy-agent/frameworks/constraint/pkg/client"
@@ -66,18 +67,19 @@ func newConstraintClient(flags Flags, offline bool) (*constraintclient.Client, e
 	if flags.ReferentialRules {
 		externs = rego.Externs("inventory")
 	}
+	// external_data is in OPA's registry (declareExternalData): every
+	// compiler knows it unless it is disabled.
+	if err := declareExternalData(); err != nil {
+		return nil, err
+	}
 	disabled := flags.DisabledBuiltins
-	args := []rego.Arg{rego.Tracing(false), externs}
 	switch {
 	case offline:
 		disabled = append(slices.Clip(disabled), networkBuiltins...)
-	case flags.ExternalData:
-		args = append(args, rego.AddExternalDataProviderCache(externaldata.NewCache()))
-	default:
-		// OPA registers external_data for every compiler once one
-		// driver with a provider cache is made.
+	case !flags.ExternalData:
 		disabled = append(slices.Clip(disabled), externalDataBuiltin)
 	}
+	args := []rego.Arg{rego.Tracing(false), externs}
 	if len(disabled) > 0 {
 		args = append(args, rego.DisableBuiltins(disabled...))
 	}
@@ -101,6 +103,20 @@ var networkBuiltins = []string{"http.send", "net.lookup_ip_addr", externalDataBu
 // externalDataBuiltin is the built-in Gatekeeper's Rego driver adds for
 // external data.
 const externalDataBuiltin = "external_data"
+
+// declareExternalData puts external_data into OPA's registry of built-ins,
+// which is the process's, once: a Rego driver given a provider cache
+// registers it, as Gatekeeper's process does once at start. Registering it
+// with every driver would write OPA's global maps while other chains
+// compile Rego; New calls this before any does. The implementation
+// registered answers from an empty provider cache, and no driver that
+// evaluates (the offline one) can call it.
+var declareExternalData = sync.OnceValue(func() error {
+	if _, err := rego.New(rego.AddExternalDataProviderCache(externaldata.NewCache())); err != nil {
+		return fmt.Errorf("declaring Gatekeeper's external_data built-in: %w", err)
+	}
+	return nil
+})
 
 // policies are Gatekeeper's validation policies: the client holding the
 // templates and constraints it ingested, and the CRD it generated for each
@@ -250,7 +266,7 @@ func readTemplates(ctx context.Context, objs []*unstructured.Unstructured, flags
 				p.notIngested(o.GetName(), kind, err)
 				continue // a CRD from an earlier version stays as it is
 			}
-			p.unevaluated[kind] = fmt.Sprintf("its ConstraintTemplate %s calls what truce does not call offline (external data, http.send): %s", o.GetName(), firstLine(offlineErr))
+			p.unevaluated[kind] = fmt.Sprintf("its ConstraintTemplate %s calls what truce does not call offline (external_data, http.send, net.lookup_ip_addr): %s", o.GetName(), firstLine(offlineErr))
 		}
 		u, err := crdObject(crd)
 		if err != nil {

@@ -54,6 +54,9 @@ func New() (*Engine, error) {
 	// logger complains on stderr when never set; truce reports through
 	// results, so the logs are dropped.
 	ctrllog.SetLogger(logr.Discard())
+	if err := declareExternalData(); err != nil {
+		return nil, err
+	}
 	ca, err := certs.NewCA("truce gatekeeper webhook CA", 24*time.Hour)
 	if err != nil {
 		return nil, fmt.Errorf("creating Gatekeeper's webhook CA: %w", err)
@@ -99,7 +102,7 @@ func (e *Engine) Install(ctx context.Context, objs []*unstructured.Unstructured)
 	if err != nil {
 		return nil, err
 	}
-	system, errs := mutationSystem(objs)
+	system, errs := mutationSystem(objs, flags)
 	var expander *expansion.System
 	if flags.GeneratorExpansion {
 		var expErrs []error

@@ -313,8 +313,12 @@ func chartFlags(app *unstructured.Unstructured) (Flags, bool, error) {
 			*b.into = parsed
 		}
 		f.DisabledBuiltins = []string{shippedDisabledBuiltin}
-		if v, ok := values["disabledBuiltins"]; ok {
-			items, _ := v.([]any)
+		if v, ok := values["disabledBuiltins"]; ok && v != nil {
+			// The chart ranges over the list.
+			items, isList := v.([]any)
+			if !isList {
+				return Flags{}, false, fmt.Errorf("reading Gatekeeper's flags from %s: disabledBuiltins: %v is not a list", where, v)
+			}
 			f.DisabledBuiltins = nil
 			for _, it := range items {
 				f.DisabledBuiltins = append(f.DisabledBuiltins, fmt.Sprint(it))

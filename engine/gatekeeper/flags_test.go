@@ -144,6 +144,10 @@ func TestReadFlags(t *testing.T) {
 		objs: []string{app(`{destination: {namespace: x}, source: {chart: kyverno, repoURL: https://kyverno.github.io/kyverno}}`)},
 		want: DefaultFlags(),
 	}, {
+		name:    "disabledBuiltins that is not a list",
+		objs:    []string{app(`{destination: {namespace: x}, source: {` + chart + `, helm: {valuesObject: {disabledBuiltins: http.send}}}}`)},
+		wantErr: "disabledBuiltins: http.send is not a list",
+	}, {
 		name:    "values that are not YAML",
 		objs:    []string{app(`{destination: {namespace: x}, source: {` + chart + `, helm: {values: "a: [b"}}}`)},
 		wantErr: "reading Gatekeeper's flags from Argo CD Application argocd/gatekeeper: spec.source.helm.values",

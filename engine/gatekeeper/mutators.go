@@ -98,15 +98,14 @@ func (e *MutatorError) Unwrap() error { return e.Err }
 // among objs, and the mutators it could not ingest. A mutator whose
 // implied schema conflicts with another's is ingested and, as in
 // Gatekeeper, neither is applied.
-func mutationSystem(objs []*unstructured.Unstructured) (*mutation.System, []error) {
+func mutationSystem(objs []*unstructured.Unstructured, flags Flags) (*mutation.System, []error) {
 	sys := mutation.NewSystem(mutation.SystemOpts{})
 	var errs []error
 	for _, o := range objs {
 		if o.GroupVersionKind().Group != mutationsGroup {
 			continue
 		}
-		build, ok := mutatorKinds[o.GetKind()]
-		if !ok {
+		if _, ok := mutatorKinds[o.GetKind()]; !ok {
 			continue
 		}
 		st, err := stored(o)
@@ -114,7 +113,7 @@ func mutationSystem(objs []*unstructured.Unstructured) (*mutation.System, []erro
 			errs = append(errs, &MutatorError{Kind: o.GetKind(), Name: o.GetName(), Err: err})
 			continue
 		}
-		m, err := build(st)
+		m, _, err := buildMutator(st, flags)
 		if err != nil {
 			errs = append(errs, &MutatorError{Kind: o.GetKind(), Name: o.GetName(), Err: err})
 			continue
@@ -182,4 +181,24 @@ func stored(o *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		structuraldefaulting.Default(out.Object, s)
 	}
 	return out, nil
+}
+
+// buildMutator builds o, a stored object, as Gatekeeper's mutator
+// controllers and webhook do (mutatorKinds), under flags; ok is false for
+// a kind that is no mutator. With --enable-external-data=false,
+// Gatekeeper's own check (ExternalData.Validate, which reads the process's
+// flag, left on in truce) refuses a mutator that takes external data: that
+// check's answer is given here.
+func buildMutator(o *unstructured.Unstructured, flags Flags) (m types.Mutator, ok bool, err error) {
+	build, ok := mutatorKinds[o.GetKind()]
+	if !ok {
+		return nil, false, nil
+	}
+	m, err = build(o)
+	if !flags.ExternalData && (err == nil || errors.Is(err, mutationsunversioned.ErrExternalDataNoDefault)) {
+		if _, has, _ := unstructured.NestedMap(o.Object, "spec", "parameters", "assign", "externalData"); has {
+			return nil, true, mutationsunversioned.ErrExternalDataFeatureFlag
+		}
+	}
+	return m, true, err
 }

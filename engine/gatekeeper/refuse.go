@@ -35,8 +35,18 @@ func (e *Engine) Refusals(ctx context.Context, cluster, objs []*unstructured.Uns
 	if !slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool { return gatekeeperGroups[o.GroupVersionKind().Group] }) {
 		return nil, nil
 	}
+	// The repository's copy of an object replaces the cluster's.
+	replaced := map[[4]string]bool{}
+	for _, o := range objs {
+		replaced[identity(o)] = true
+	}
 	all := make([]*unstructured.Unstructured, 0, len(cluster)+len(objs))
-	all = append(append(all, cluster...), objs...)
+	for _, o := range cluster {
+		if !replaced[identity(o)] {
+			all = append(all, o)
+		}
+	}
+	all = append(all, objs...)
 	flags, err := readFlags(all)
 	if err != nil {
 		return nil, err
@@ -45,17 +55,62 @@ func (e *Engine) Refusals(ctx context.Context, cluster, objs []*unstructured.Uns
 	if err != nil {
 		return nil, err
 	}
+	out := map[int]string{}
+	// Templates first: a template the webhook refuses (for more than its
+	// CRD: a long name, "*" among other operations) defines no constraint
+	// kind either.
+	if err := refuse(ctx, objs, all, pols, flags, out, isTemplate); err != nil {
+		return nil, err
+	}
+	if len(out) > 0 {
+		all = slices.DeleteFunc(all, func(o *unstructured.Unstructured) bool {
+			i := slices.Index(objs, o)
+			_, refused := out[i]
+			return i >= 0 && refused
+		})
+		if pols, err = readTemplates(ctx, all, flags); err != nil {
+			return nil, err
+		}
+		for i := range out {
+			kind, _, _ := unstructured.NestedString(objs[i].Object, "spec", "crd", "spec", "names", "kind")
+			pols.uningested[kind] = fmt.Sprintf("its ConstraintTemplate %s is refused", objs[i].GetName())
+		}
+	}
+	notTemplate := func(o *unstructured.Unstructured) bool { return !isTemplate(o) }
+	if err := refuse(ctx, objs, all, pols, flags, out, notTemplate); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// identity is what names an object in a cluster: group, kind, namespace
+// and name.
+func identity(o *unstructured.Unstructured) [4]string {
+	return [4]string{o.GroupVersionKind().Group, o.GetKind(), o.GetNamespace(), o.GetName()}
+}
+
+func isTemplate(o *unstructured.Unstructured) bool {
+	return o.GroupVersionKind().Group == templatesGroup && o.GetKind() == "ConstraintTemplate"
+}
+
+// refuse adds to out, by index into objs, why a cluster holding all (whose
+// templates pols read) refuses to create each object of objs that which
+// selects: the API server, for a constraint of a kind without a CRD, else
+// Gatekeeper's validating webhook.
+func refuse(ctx context.Context, objs, all []*unstructured.Unstructured, pols *policies, flags Flags, out map[int]string, which func(*unstructured.Unstructured) bool) error {
 	crds := map[string]bool{}
-	for _, o := range append(slices.Clip(cluster), pols.crds...) {
+	for _, o := range all {
 		if o.GetKind() == "CustomResourceDefinition" {
 			crds[o.GetName()] = true
 		}
 	}
+	for _, o := range pols.crds {
+		crds[o.GetName()] = true
+	}
 	h := &validationHandler{policies: pols, flags: flags}
-	out := map[int]string{}
 	for i, o := range objs {
 		gvk := o.GroupVersionKind()
-		if !gatekeeperGroups[gvk.Group] || o.GetNamespace() != "" {
+		if !gatekeeperGroups[gvk.Group] || o.GetNamespace() != "" || !which(o) {
 			continue
 		}
 		if gvk.Group == constraintsGroup && !crds[strings.ToLower(gvk.Kind)+"."+constraintsGroup] {
@@ -69,11 +124,11 @@ func (e *Engine) Refusals(ctx context.Context, cluster, objs []*unstructured.Uns
 		// The webhook sees the object as the API server would store it.
 		st, err := stored(o)
 		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
+			return fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
 		}
 		raw, err := st.MarshalJSON()
 		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
+			return fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
 		}
 		req := cradmission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 			UID:       types.UID(fmt.Sprintf("truce-gatekeeper-%d", i)),
@@ -87,5 +142,5 @@ func (e *Engine) Refusals(ctx context.Context, cluster, objs []*unstructured.Uns
 			out[i] = fmt.Sprintf("admission webhook %q denied the request: %v", "validation.gatekeeper.sh", err)
 		}
 	}
-	return out, nil
+	return nil
 }

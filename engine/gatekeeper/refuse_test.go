@@ -55,8 +55,22 @@ func TestRefusals(t *testing.T) {
 		objs: strings.Replace(regoTemplate(`msg := "x"`), "name: k8sprobe", "name: probe", 1),
 		want: map[string]string{
 			"ConstraintTemplate/probe": `admission webhook "validation.gatekeeper.sh" denied the request: invalid ConstraintTemplate: the ConstraintTemplate's name "probe" is not equal to the lowercase of CRD's Kind`,
-			"K8sProbe/probe":           noCRD + "Gatekeeper cannot ingest its ConstraintTemplate probe: ",
+			"K8sProbe/probe":           noCRD + "its ConstraintTemplate probe is refused",
 		},
+	}, {
+		// Refused for more than its CRD: its kind is defined by nothing.
+		name: "a template with \"*\" among other operations, and its constraint",
+		objs: strings.Replace(regoTemplate(`msg := "x"`), "  - target: admission.k8s.gatekeeper.sh\n", "  - target: admission.k8s.gatekeeper.sh\n    operations: [\"*\", CREATE]\n", 1),
+		want: map[string]string{
+			"ConstraintTemplate/k8sprobe": "if '*' is present, must not specify other operations",
+			"K8sProbe/probe":              noCRD + "its ConstraintTemplate k8sprobe is refused",
+		},
+	}, {
+		// The repository's version replaces the cluster's.
+		name:    "a template the cluster holds, updated to one Gatekeeper cannot ingest",
+		cluster: regoTemplate(`msg := "x"`),
+		objs:    regoTemplate(`msg := "x" +`),
+		want:    map[string]string{"K8sProbe/probe": noCRD + "Gatekeeper cannot ingest its ConstraintTemplate k8sprobe: "},
 	}, {
 		name: "a mutator Gatekeeper cannot build",
 		objs: `apiVersion: mutations.gatekeeper.sh/v1
@@ -68,6 +82,14 @@ spec:
   parameters: {assign: {value: shop}}
 `,
 		want: map[string]string{"Assign/meta": "assign meta can't change metadata"},
+	}, {
+		name: "a mutator that takes external data",
+		objs: externalDataAssign,
+	}, {
+		name:    "a mutator that takes external data, with --enable-external-data=false",
+		cluster: controllerManagerDeployment(`["--enable-external-data=false"]`),
+		objs:    externalDataAssign,
+		want:    map[string]string{"Assign/tag-images": "external data feature flag is not enabled"},
 	}, {
 		name: "an ExpansionTemplate without a source",
 		objs: strings.Replace(expandDeployments(""), "templateSource: spec.template", "templateSource: \"\"", 1),
@@ -117,4 +139,16 @@ spec:
     served: true
     storage: true
     schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`
+
+// externalDataAssign sets images from an external data provider.
+const externalDataAssign = `apiVersion: mutations.gatekeeper.sh/v1
+kind: Assign
+metadata: {name: tag-images}
+spec:
+  applyTo: [{groups: [""], kinds: [Pod], versions: [v1]}]
+  location: "spec.containers[name:*].image"
+  parameters:
+    assign:
+      externalData: {provider: tags, dataSource: ValueAtLocation, failurePolicy: Fail}
 `

@@ -244,10 +244,8 @@ func (h *validationHandler) validateGatekeeperResource(ctx context.Context, req 
 			return true, fmt.Errorf("config resource must have name 'config'")
 		}
 	case req.Kind.Group == mutationsGroup:
-		if build, ok := mutatorKinds[req.Kind.Kind]; ok {
-			if _, err := build(obj); err != nil {
-				return true, err
-			}
+		if _, _, err := buildMutator(obj, h.flags); err != nil {
+			return true, err
 		}
 	case req.Kind.Group == externalDataGroup && req.Kind.Kind == "Provider":
 		provider, err := unversionedProvider(obj)

@@ -78,7 +78,9 @@ func discovery(reg *schema.Registry) []*metav1.APIResourceList {
 	// preferred one, and lists the versions in this order.
 	out := make([]*metav1.APIResourceList, 0, len(byGV))
 	for _, gv := range reg.GroupVersions() {
-		out = append(out, byGV[gv.String()])
+		if l, ok := byGV[gv.String()]; ok {
+			out = append(out, l)
+		}
 	}
 	return out
 }
