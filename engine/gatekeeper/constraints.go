@@ -187,12 +187,7 @@ func readPolicies(ctx context.Context, objs, inventory []*unstructured.Unstructu
 	if err != nil {
 		return nil, err
 	}
-	crds := map[string]bool{}
-	for _, o := range objs {
-		if o.GetKind() == "CustomResourceDefinition" && o.GroupVersionKind().Group == "apiextensions.k8s.io" {
-			crds[o.GetName()] = true
-		}
-	}
+	crds := crdNames(objs)
 	for _, o := range objs {
 		if o.GroupVersionKind().Group != constraintsGroup {
 			continue
@@ -205,7 +200,7 @@ func readPolicies(ctx context.Context, objs, inventory []*unstructured.Unstructu
 			// Only a CRD left from an earlier version of the template
 			// lets it exist; Gatekeeper's client no longer holds the
 			// template once it restarts.
-			if crds[strings.ToLower(o.GetKind())+"."+constraintsGroup] {
+			if crds[constraintCRDName(o.GetKind())] {
 				p.notEvaluated = append(p.notEvaluated, notEvaluated{constraint: o, why: why})
 			} else {
 				p.notes = append(p.notes, fmt.Sprintf("%s %s cannot exist: %s", o.GetKind(), o.GetName(), why))
@@ -331,4 +326,23 @@ func (p *policies) notIngested(template, kind string, err error) {
 func firstLine(err error) string {
 	line, _, _ := strings.Cut(err.Error(), "\n")
 	return line
+}
+
+// constraintCRDName is the name of the CRD Gatekeeper creates for the
+// constraints of kind (its plural is the lowercase kind).
+func constraintCRDName(kind string) string {
+	return strings.ToLower(kind) + "." + constraintsGroup
+}
+
+// crdNames are the names of the CustomResourceDefinitions among lists.
+func crdNames(lists ...[]*unstructured.Unstructured) map[string]bool {
+	out := map[string]bool{}
+	for _, objs := range lists {
+		for _, o := range objs {
+			if o.GetKind() == "CustomResourceDefinition" && o.GroupVersionKind().Group == "apiextensions.k8s.io" {
+				out[o.GetName()] = true
+			}
+		}
+	}
+	return out
 }

@@ -13,7 +13,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -61,14 +60,9 @@ func New() (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating Gatekeeper's webhook CA: %w", err)
 	}
-	host := Service + "." + Namespace + ".svc"
-	pair, err := ca.Serving(host, []string{host}, []net.IP{}, 24*time.Hour)
+	cert, err := ca.ServiceCertificate(Namespace, Service, 24*time.Hour)
 	if err != nil {
 		return nil, fmt.Errorf("creating Gatekeeper's serving certificate: %w", err)
-	}
-	cert, err := tls.X509KeyPair(pair.CertPEM, pair.KeyPEM)
-	if err != nil {
-		return nil, fmt.Errorf("loading Gatekeeper's serving certificate: %w", err)
 	}
 	return &Engine{caPEM: ca.PEM, serving: cert}, nil
 }

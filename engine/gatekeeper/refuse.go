@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -98,22 +97,14 @@ func isTemplate(o *unstructured.Unstructured) bool {
 // selects: the API server, for a constraint of a kind without a CRD, else
 // Gatekeeper's validating webhook.
 func refuse(ctx context.Context, objs, all []*unstructured.Unstructured, pols *policies, flags Flags, out map[int]string, which func(*unstructured.Unstructured) bool) error {
-	crds := map[string]bool{}
-	for _, o := range all {
-		if o.GetKind() == "CustomResourceDefinition" {
-			crds[o.GetName()] = true
-		}
-	}
-	for _, o := range pols.crds {
-		crds[o.GetName()] = true
-	}
+	crds := crdNames(all, pols.crds)
 	h := &validationHandler{policies: pols, flags: flags}
 	for i, o := range objs {
 		gvk := o.GroupVersionKind()
 		if !gatekeeperGroups[gvk.Group] || o.GetNamespace() != "" || !which(o) {
 			continue
 		}
-		if gvk.Group == constraintsGroup && !crds[strings.ToLower(gvk.Kind)+"."+constraintsGroup] {
+		if gvk.Group == constraintsGroup && !crds[constraintCRDName(gvk.Kind)] {
 			why, ok := pols.uningested[gvk.Kind]
 			if !ok {
 				why = "no ConstraintTemplate defines it"

@@ -152,12 +152,7 @@ func (e *Engine) init() error {
 			}
 			serving := func(service string) (tls.Certificate, error) {
 				ns, name, _ := strings.Cut(service, "/")
-				host := name + "." + ns + ".svc"
-				pair, err := ca.Serving(host, []string{host}, nil, 24*time.Hour)
-				if err != nil {
-					return tls.Certificate{}, err
-				}
-				return tls.X509KeyPair(pair.CertPEM, pair.KeyPEM)
+				return ca.ServiceCertificate(ns, name, 24*time.Hour)
 			}
 			e.ca = ca
 			if e.cert, err = serving(Service); err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -15,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	k8sadmission "k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/rules"
 
 	"github.com/truce-dev/truce/admission"
 	"github.com/truce-dev/truce/engine/kyverno/helper/protocol"
@@ -62,7 +63,7 @@ func (e *Engine) Refusals(ctx context.Context, cluster, objs []*unstructured.Uns
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
 		}
-		path := hooks.path(res.GVR.GroupResource())
+		path := hooks.path(o, res.GVR)
 		if path == "" {
 			continue // a kind no webhook of Kyverno's validates
 		}
@@ -113,31 +114,28 @@ func readObjectWebhooks(configs []json.RawMessage) (objectWebhooks, error) {
 }
 
 // path is the path, as the helper serves it, of the webhook whose rules
-// match creating gr, versions aside (Kyverno's webhooks match Equivalent);
-// "" for none.
-func (ws objectWebhooks) path(gr k8sschema.GroupResource) string {
+// match creating o (a resource gvr) with kube-apiserver's own rule
+// matcher; "" for none. Under matchPolicy Equivalent (Kyverno sets none,
+// the API's default) the server sends a write through any version a rule
+// names, so versions are not compared.
+func (ws objectWebhooks) path(o *unstructured.Unstructured, gvr k8sschema.GroupVersionResource) string {
+	attrs := k8sadmission.NewAttributesRecord(o, nil, o.GroupVersionKind(), o.GetNamespace(), o.GetName(), gvr, "", k8sadmission.Create, nil, false, nil)
 	for _, w := range ws {
 		for _, r := range w.Rules {
-			if (slices.Contains(r.APIGroups, gr.Group) || slices.Contains(r.APIGroups, "*")) &&
-				slices.ContainsFunc(r.Resources, func(res string) bool { return matchesResource(res, gr.Resource) }) &&
-				(slices.Contains(r.Operations, admissionregistrationv1.Create) || slices.Contains(r.Operations, admissionregistrationv1.OperationAll)) {
-				path := *w.ClientConfig.Service.Path
-				if w.ClientConfig.Service.Namespace+"/"+w.ClientConfig.Service.Name == CleanupService {
-					path = protocol.CleanupServicePrefix + path
-				}
-				return path
+			if w.MatchPolicy == nil || *w.MatchPolicy == admissionregistrationv1.Equivalent {
+				r.APIVersions = []string{"*"}
 			}
+			if !(&rules.Matcher{Rule: r, Attr: attrs}).Matches() {
+				continue
+			}
+			path := *w.ClientConfig.Service.Path
+			if w.ClientConfig.Service.Namespace+"/"+w.ClientConfig.Service.Name == CleanupService {
+				path = protocol.CleanupServicePrefix + path
+			}
+			return path
 		}
 	}
 	return ""
-}
-
-// matchesResource reports whether a rule's resource ("x", "x/*", "*",
-// "*/*", "x/status") matches the resource itself (no subresource), as
-// kube-apiserver's rule matcher does.
-func matchesResource(rule, resource string) bool {
-	res, sub, _ := strings.Cut(rule, "/")
-	return (res == "*" || res == resource) && (sub == "" || sub == "*")
 }
 
 // refusal asks the webhook at path about creating o, and returns its

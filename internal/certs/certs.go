@@ -8,6 +8,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -59,6 +60,23 @@ func NewCA(commonName string, validity time.Duration) (*CA, error) {
 		return nil, err
 	}
 	return &CA{PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), cert: cert, key: key}, nil
+}
+
+// ServiceCertificate signs a serving certificate for the in-cluster name of
+// Service namespace/name ("name.namespace.svc", the server name
+// kube-apiserver verifies a webhook Service's certificate against), ready
+// to serve with.
+func (ca *CA) ServiceCertificate(namespace, name string, validity time.Duration) (tls.Certificate, error) {
+	host := name + "." + namespace + ".svc"
+	pair, err := ca.Serving(host, []string{host}, nil, validity)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	cert, err := tls.X509KeyPair(pair.CertPEM, pair.KeyPEM)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("loading the serving certificate for %s: %w", host, err)
+	}
+	return cert, nil
 }
 
 // Serving signs a server certificate for dnsNames and ips.

@@ -50,3 +50,28 @@ func TestChains(t *testing.T) {
 		})
 	}
 }
+
+// A Service's certificate verifies for its in-cluster name, the name
+// kube-apiserver calls a webhook Service by, and for no other.
+func TestServiceCertificate(t *testing.T) {
+	ca, err := NewCA("test CA", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := ca.ServiceCertificate("kyverno", "kyverno-svc", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca.PEM)
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for host, ok := range map[string]bool{"kyverno-svc.kyverno.svc": true, "kyverno-svc.kyverno": false, "other.kyverno.svc": false} {
+		_, err := leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: host, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+		if (err == nil) != ok {
+			t.Errorf("%s: verify err=%v, want ok=%v", host, err, ok)
+		}
+	}
+}
