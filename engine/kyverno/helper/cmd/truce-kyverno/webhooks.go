@@ -108,52 +108,35 @@ func newWebhookBuilder(client dclient.Interface, kube kubernetes.Interface, kyve
 		caSecretName,
 		webhookcontroller.NewStateRecorder(nil),
 	)
-	vwcs := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
-	vwcInformer := kubeInformer.Admissionregistration().V1().ValidatingWebhookConfigurations()
-	secrets := kubeInformer.Core().V1().Secrets()
-	// The PolicyExceptions' webhooks, as cmd/kyverno/main.go configures
-	// their controllers.
-	exceptionRule := func(group string, versions ...string) []admissionregistrationv1.RuleWithOperations {
-		return []admissionregistrationv1.RuleWithOperations{{
-			Rule: admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: versions, Resources: []string{"policyexceptions"}},
-			Operations: []admissionregistrationv1.OperationType{
-				admissionregistrationv1.Create,
-				admissionregistrationv1.Update,
-			},
+	// Kyverno's generic webhook controller, for a configuration of one
+	// webhook on CREATE and UPDATE of rules' resources, as Kyverno's
+	// mains configure it (serving on the Service, port 443).
+	generic := func(controller, name, path string, selector *metav1.LabelSelector, groups, versions, resources []string, fp *admissionregistrationv1.FailurePolicyType) controllers.Controller {
+		rules := []admissionregistrationv1.RuleWithOperations{{
+			Rule:       admissionregistrationv1.Rule{APIGroups: groups, APIVersions: versions, Resources: resources},
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
 		}}
+		return genericwebhookcontroller.NewController(controller, kube.AdmissionregistrationV1().ValidatingWebhookConfigurations(),
+			kubeInformer.Admissionregistration().V1().ValidatingWebhookConfigurations(), kubeInformer.Core().V1().Secrets(),
+			name, path, "", 443, selector, rules, fp, genericwebhookcontroller.None, configuration, caSecretName)
 	}
-	exceptions := genericwebhookcontroller.NewController("exception-webhook-controller", vwcs, vwcInformer, secrets,
-		config.ExceptionValidatingWebhookConfigurationName, config.ExceptionValidatingWebhookServicePath, "", 443, nil,
-		exceptionRule("kyverno.io", "v2alpha1", "v2beta1"),
-		genericwebhookcontroller.Fail, genericwebhookcontroller.None, configuration, caSecretName)
-	celExceptions := genericwebhookcontroller.NewController("celexception-webhook-controller", vwcs, vwcInformer, secrets,
-		config.CELExceptionValidatingWebhookConfigurationName, config.CELExceptionValidatingWebhookServicePath, "", 443, nil,
-		exceptionRule("policies.kyverno.io", "v1alpha1", "v1beta1", "v1"),
-		genericwebhookcontroller.Fail, genericwebhookcontroller.None, configuration, caSecretName)
-	// The cleanup controller's webhooks, as cmd/cleanup-controller/main.go
-	// configures their controllers: its cleanup policies' (failing
-	// closed; "x/*" matches x and its subresources) and the TTL label's
-	// (any object labelled cleanup.kyverno.io/ttl).
-	cleanupPolicies := genericwebhookcontroller.NewController("policy-webhook-controller", vwcs, vwcInformer, secrets,
-		config.CleanupValidatingWebhookConfigurationName, config.CleanupValidatingWebhookServicePath, "", 443, nil,
-		[]admissionregistrationv1.RuleWithOperations{{
-			Rule: admissionregistrationv1.Rule{
-				APIGroups:   []string{"kyverno.io"},
-				APIVersions: []string{"v2beta1"},
-				Resources:   []string{"cleanuppolicies/*", "clustercleanuppolicies/*"},
-			},
-			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-		}},
-		genericwebhookcontroller.Fail, genericwebhookcontroller.None, configuration, caSecretName)
-	ttl := genericwebhookcontroller.NewController("ttl-webhook-controller", vwcs, vwcInformer, secrets,
-		config.TtlValidatingWebhookConfigurationName, config.TtlValidatingWebhookServicePath, "", 443,
-		&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: kyvernoapi.LabelCleanupTtl, Operator: metav1.LabelSelectorOpExists}}},
-		[]admissionregistrationv1.RuleWithOperations{{
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}},
-			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-		}},
-		genericwebhookcontroller.Ignore, genericwebhookcontroller.None, configuration, caSecretName)
-	return &webhookBuilder{ctrls: []controllers.Controller{ctrl, exceptions, celExceptions, cleanupPolicies, ttl}, kube: kube}, nil
+	all := []string{"*"}
+	ctrls := []controllers.Controller{ctrl,
+		// The PolicyExceptions' webhooks (cmd/kyverno/main.go).
+		generic("exception-webhook-controller", config.ExceptionValidatingWebhookConfigurationName, config.ExceptionValidatingWebhookServicePath, nil,
+			[]string{"kyverno.io"}, []string{"v2alpha1", "v2beta1"}, []string{"policyexceptions"}, genericwebhookcontroller.Fail),
+		generic("celexception-webhook-controller", config.CELExceptionValidatingWebhookConfigurationName, config.CELExceptionValidatingWebhookServicePath, nil,
+			[]string{"policies.kyverno.io"}, []string{"v1alpha1", "v1beta1", "v1"}, []string{"policyexceptions"}, genericwebhookcontroller.Fail),
+		// The cleanup controller's (cmd/cleanup-controller/main.go): its
+		// cleanup policies' ("x/*" matches x and its subresources) and the
+		// TTL label's (any object labelled cleanup.kyverno.io/ttl).
+		generic("policy-webhook-controller", config.CleanupValidatingWebhookConfigurationName, config.CleanupValidatingWebhookServicePath, nil,
+			[]string{"kyverno.io"}, []string{"v2beta1"}, []string{"cleanuppolicies/*", "clustercleanuppolicies/*"}, genericwebhookcontroller.Fail),
+		generic("ttl-webhook-controller", config.TtlValidatingWebhookConfigurationName, config.TtlValidatingWebhookServicePath,
+			&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: kyvernoapi.LabelCleanupTtl, Operator: metav1.LabelSelectorOpExists}}},
+			all, all, all, genericwebhookcontroller.Ignore),
+	}
+	return &webhookBuilder{ctrls: ctrls, kube: kube}, nil
 }
 
 // cleanupService is the Service of Kyverno's cleanup controller (its
