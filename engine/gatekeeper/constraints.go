@@ -236,7 +236,7 @@ func readTemplates(ctx context.Context, objs []*unstructured.Unstructured, flags
 	}
 	p := &policies{client: c, unevaluated: map[string]string{}, uningested: map[string]string{}}
 	for _, o := range objs {
-		if o.GroupVersionKind().Group != templatesGroup || o.GetKind() != "ConstraintTemplate" {
+		if !isTemplate(o) {
 			continue
 		}
 		ct, err := unversionedTemplate(o)
@@ -345,4 +345,9 @@ func crdNames(lists ...[]*unstructured.Unstructured) map[string]bool {
 		}
 	}
 	return out
+}
+
+// isTemplate reports whether o is a ConstraintTemplate.
+func isTemplate(o *unstructured.Unstructured) bool {
+	return o.GroupVersionKind().Group == templatesGroup && o.GetKind() == "ConstraintTemplate"
 }

@@ -113,7 +113,7 @@ func mutationSystem(objs []*unstructured.Unstructured, flags Flags) (*mutation.S
 			errs = append(errs, &MutatorError{Kind: o.GetKind(), Name: o.GetName(), Err: err})
 			continue
 		}
-		m, _, err := buildMutator(st, flags)
+		m, err := buildMutator(st, flags)
 		if err != nil {
 			errs = append(errs, &MutatorError{Kind: o.GetKind(), Name: o.GetName(), Err: err})
 			continue
@@ -183,22 +183,18 @@ func stored(o *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	return out, nil
 }
 
-// buildMutator builds o, a stored object, as Gatekeeper's mutator
-// controllers and webhook do (mutatorKinds), under flags; ok is false for
-// a kind that is no mutator. With --enable-external-data=false,
-// Gatekeeper's own check (ExternalData.Validate, which reads the process's
-// flag, left on in truce) refuses a mutator that takes external data: that
-// check's answer is given here.
-func buildMutator(o *unstructured.Unstructured, flags Flags) (m types.Mutator, ok bool, err error) {
-	build, ok := mutatorKinds[o.GetKind()]
-	if !ok {
-		return nil, false, nil
-	}
-	m, err = build(o)
+// buildMutator builds o, a stored object of a kind of mutatorKinds, as
+// Gatekeeper's mutator controllers and webhook do, under flags. With
+// --enable-external-data=false, Gatekeeper's own check
+// (ExternalData.Validate, which reads the process's flag, left on in
+// truce) refuses a mutator that takes external data: that check's answer
+// is given here.
+func buildMutator(o *unstructured.Unstructured, flags Flags) (types.Mutator, error) {
+	m, err := mutatorKinds[o.GetKind()](o)
 	if !flags.ExternalData && (err == nil || errors.Is(err, mutationsunversioned.ErrExternalDataNoDefault)) {
 		if _, has, _ := unstructured.NestedMap(o.Object, "spec", "parameters", "assign", "externalData"); has {
-			return nil, true, mutationsunversioned.ErrExternalDataFeatureFlag
+			return nil, mutationsunversioned.ErrExternalDataFeatureFlag
 		}
 	}
-	return m, true, err
+	return m, err
 }

@@ -88,10 +88,6 @@ func identity(o *unstructured.Unstructured) [4]string {
 	return [4]string{o.GroupVersionKind().Group, o.GetKind(), o.GetNamespace(), o.GetName()}
 }
 
-func isTemplate(o *unstructured.Unstructured) bool {
-	return o.GroupVersionKind().Group == templatesGroup && o.GetKind() == "ConstraintTemplate"
-}
-
 // refuse adds to out, by index into objs, why a cluster holding all (whose
 // templates pols read) refuses to create each object of objs that which
 // selects: the API server, for a constraint of a kind without a CRD, else

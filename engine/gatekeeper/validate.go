@@ -243,8 +243,8 @@ func (h *validationHandler) validateGatekeeperResource(ctx context.Context, req 
 		if req.Name != configName {
 			return true, fmt.Errorf("config resource must have name 'config'")
 		}
-	case req.Kind.Group == mutationsGroup:
-		if _, _, err := buildMutator(obj, h.flags); err != nil {
+	case req.Kind.Group == mutationsGroup && mutatorKinds[req.Kind.Kind] != nil:
+		if _, err := buildMutator(obj, h.flags); err != nil {
 			return true, err
 		}
 	case req.Kind.Group == externalDataGroup && req.Kind.Kind == "Provider":
