@@ -239,7 +239,12 @@ func readTemplates(ctx context.Context, objs []*unstructured.Unstructured, flags
 		if !isTemplate(o) {
 			continue
 		}
-		ct, err := unversionedTemplate(o)
+		// As the API server stored it, with its CRD's defaults.
+		st, err := stored(o)
+		if err != nil {
+			return nil, fmt.Errorf("reading Gatekeeper's ConstraintTemplate %s: %w", o.GetName(), err)
+		}
+		ct, err := unversionedTemplate(st)
 		if err != nil {
 			return nil, err
 		}

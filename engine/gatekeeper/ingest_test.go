@@ -74,6 +74,14 @@ func TestTemplateIngestion(t *testing.T) {
 		crd:      true,
 		wantUnpr: "K8sProbe probe not evaluated: its ConstraintTemplate k8sprobe calls what truce does not call offline",
 	}, {
+		// A v1beta1 template's parameters schema without "type: object"
+		// is fine: the API server stores it with legacySchema defaulted
+		// to true (Gatekeeper's test/bats use_http_send_template.yaml).
+		name: "a v1beta1 template relying on its CRD's defaults",
+		cluster: strings.Replace(strings.Replace(regoTemplate(`msg := "probed"`), "templates.gatekeeper.sh/v1", "templates.gatekeeper.sh/v1beta1", 1),
+			"      names: {kind: K8sProbe}\n", "      names: {kind: K8sProbe}\n      validation: {openAPIV3Schema: {properties: {invalidName: {type: string}}}}\n", 1),
+		crd: true, denied: true,
+	}, {
 		name:    "http.send disabled: no CRD",
 		cluster: controllerManagerDeployment(`["--disable-opa-builtin=http.send"]`) + regoTemplate(httpSend),
 		note:    "undefined function http.send",

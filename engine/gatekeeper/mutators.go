@@ -128,11 +128,12 @@ func mutationSystem(objs []*unstructured.Unstructured, flags Flags) (*mutation.S
 	return sys, errs
 }
 
-// mutatorSchemas are the structural schemas of the mutator kinds' versions
-// in the CRDs Gatekeeper ships: the API server stores a mutator with its
-// CRD's defaults applied (a ModifySet's operation defaults to merge), and
-// Gatekeeper's controller reads the stored object.
-var mutatorSchemas = sync.OnceValue(func() map[k8sschema.GroupVersionKind]*structuralschema.Structural {
+// storedSchemas are the structural schemas of the mutator kinds' and
+// ConstraintTemplate's versions in the CRDs Gatekeeper ships: the API
+// server stores them with their CRD's defaults applied (a ModifySet's
+// operation defaults to merge, a v1beta1 template's legacySchema to true),
+// and Gatekeeper's controllers read the stored object.
+var storedSchemas = sync.OnceValue(func() map[k8sschema.GroupVersionKind]*structuralschema.Structural {
 	out := map[k8sschema.GroupVersionKind]*structuralschema.Structural{}
 	for _, o := range shipped() {
 		if o.GetKind() != "CustomResourceDefinition" {
@@ -142,7 +143,7 @@ var mutatorSchemas = sync.OnceValue(func() map[k8sschema.GroupVersionKind]*struc
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, crd); err != nil {
 			panic(fmt.Sprintf("decoding Gatekeeper's CRD %s: %v", o.GetName(), err))
 		}
-		if crd.Spec.Group != mutationsGroup {
+		if crd.Spec.Group != mutationsGroup && crd.Spec.Group != templatesGroup {
 			continue
 		}
 		for _, v := range crd.Spec.Versions {
@@ -163,8 +164,8 @@ var mutatorSchemas = sync.OnceValue(func() map[k8sschema.GroupVersionKind]*struc
 	return out
 })
 
-// stored is the mutator as Gatekeeper's controller reads it from the API
-// server: defaulted by its CRD's schema of the version it was written in,
+// stored is the mutator or template as Gatekeeper's controller reads it
+// from the API server: defaulted by its CRD's schema of the version it was written in,
 // and decoded from JSON as Kubernetes decodes it, integers as int64 (a
 // mutator read from YAML as float64 numbers would not find the object's
 // int64 values equal: a ModifySet would merge a number twice).
@@ -177,7 +178,7 @@ func stored(o *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	if err := out.UnmarshalJSON(raw); err != nil {
 		return nil, err
 	}
-	if s, ok := mutatorSchemas()[out.GroupVersionKind()]; ok {
+	if s, ok := storedSchemas()[out.GroupVersionKind()]; ok {
 		structuraldefaulting.Default(out.Object, s)
 	}
 	return out, nil
